@@ -1,0 +1,2 @@
+//! The bookie process (being written).
+fn main() {}

@@ -1,0 +1,1 @@
+//! The BookKeeper wire protocol (being written).

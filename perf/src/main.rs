@@ -1,0 +1,2 @@
+//! bkperf (being written).
+fn main() {}

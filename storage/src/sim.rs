@@ -1,0 +1,1 @@
+//! PLACEHOLDER, being written by a helper: the simulated disk.
