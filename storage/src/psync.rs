@@ -1,49 +1,346 @@
-//! PLACEHOLDER, being written by a helper: the psync driver.
-use crate::*;
-pub struct PsyncStorage;
-impl PsyncStorage {
-    pub fn open_dir(_dir: &std::path::Path) -> Result<PsyncStorage, IoError> {
-        Err(IoError::EINVAL)
+//! `PsyncStorage`: the fallback real-disk driver, `pread`/`pwrite`/`fdatasync` on O_DIRECT files.
+//!
+//! Used only when io_uring cannot be set up (Docker's default seccomp profile, the
+//! `kernel.io_uring_disabled` sysctl, an old kernel): [`crate::open_dir`] announces the fallback.
+//! [`Storage::submit`] performs the operation synchronously, right away, and queues its
+//! [`Completion`]; [`Storage::poll`] hands the queued completions out. Commits cost the same as
+//! with io_uring at queue depth 1 (perf.md §1.2); what is lost is overlap with other work.
+//!
+//! This module also holds [`Dir`], the directory and file-table half shared with the io_uring
+//! driver: namespace operations (open, list, rename, remove, fstat, fallocate, ftruncate,
+//! directory fsync) are plain synchronous syscalls in both drivers.
+
+use crate::{
+    check_aligned, AlignedBuf, Completion, DriverKind, FileId, IoError, Op, Storage, Wait,
+};
+use std::collections::VecDeque;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::io::RawFd;
+use std::path::{Path, PathBuf};
+
+/// The last OS error as an [`IoError`].
+pub(crate) fn last_error() -> IoError {
+    IoError::from_io(&std::io::Error::last_os_error())
+}
+
+/// Runs a syscall returning `-1`/errno until it does not fail with EINTR.
+pub(crate) fn retry_eintr<T: PartialOrd + Default>(mut f: impl FnMut() -> T) -> Result<T, IoError> {
+    loop {
+        let r = f();
+        if r >= T::default() {
+            return Ok(r);
+        }
+        let err = last_error();
+        if err.errno != libc::EINTR {
+            return Err(err);
+        }
     }
 }
+
+/// A directory opened with O_DIRECTORY plus the table of open files (`FileId` = index).
+/// Owns every descriptor and closes them on drop.
+pub(crate) struct Dir {
+    path: PathBuf,
+    fd: RawFd,
+    files: Vec<Option<RawFd>>,
+}
+
+/// A plain file name inside the directory, as a C string: no `/`, no NUL, not `.` or `..`.
+fn c_name(name: &str) -> Result<CString, IoError> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return Err(IoError::EINVAL);
+    }
+    CString::new(name).map_err(|_| IoError::EINVAL)
+}
+
+impl Dir {
+    /// Creates `path` if missing (with parents) and opens it.
+    pub(crate) fn open(path: &Path) -> Result<Dir, IoError> {
+        std::fs::create_dir_all(path).map_err(|e| IoError::from_io(&e))?;
+        let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| IoError::EINVAL)?;
+        // SAFETY: c_path is a valid NUL-terminated string.
+        let fd = retry_eintr(|| unsafe {
+            libc::open(
+                c_path.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        })?;
+        Ok(Dir {
+            path: path.to_path_buf(),
+            fd,
+            files: Vec::new(),
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The descriptor behind a `FileId`, or EBADF.
+    #[inline]
+    pub(crate) fn fd(&self, file: FileId) -> Result<RawFd, IoError> {
+        match self.files.get(file as usize) {
+            Some(Some(fd)) => Ok(*fd),
+            _ => Err(IoError::EBADF),
+        }
+    }
+
+    pub(crate) fn list(&mut self) -> Result<Vec<String>, IoError> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&self.path).map_err(|e| IoError::from_io(&e))? {
+            let entry = entry.map_err(|e| IoError::from_io(&e))?;
+            let is_file = entry
+                .file_type()
+                .map_err(|e| IoError::from_io(&e))?
+                .is_file();
+            if !is_file {
+                continue;
+            }
+            match entry.file_name().into_string() {
+                Ok(name) => names.push(name),
+                // Not a name we could have created; never hand out a mangled one.
+                Err(name) => log::warn!(
+                    "ignoring non-UTF-8 file name {:?} in {}",
+                    name,
+                    self.path.display()
+                ),
+            }
+        }
+        Ok(names)
+    }
+
+    /// Opens `name` with O_RDWR | O_DIRECT | O_CLOEXEC (| O_CREAT, mode 0644).
+    pub(crate) fn open_file(&mut self, name: &str, create: bool) -> Result<FileId, IoError> {
+        let c = c_name(name)?;
+        let mut flags = libc::O_RDWR | libc::O_DIRECT | libc::O_CLOEXEC;
+        if create {
+            flags |= libc::O_CREAT;
+        }
+        // SAFETY: valid directory fd and NUL-terminated name.
+        let fd = retry_eintr(|| unsafe {
+            libc::openat(self.fd, c.as_ptr(), flags, 0o644 as libc::c_uint)
+        })?;
+        let slot = match self.files.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                self.files.push(None);
+                self.files.len() - 1
+            }
+        };
+        let Ok(id) = FileId::try_from(slot) else {
+            // SAFETY: fd was just opened by us and is not stored anywhere.
+            unsafe { libc::close(fd) };
+            return Err(IoError {
+                errno: libc::EMFILE,
+            });
+        };
+        self.files[slot] = Some(fd);
+        Ok(id)
+    }
+
+    pub(crate) fn close(&mut self, file: FileId) {
+        if let Some(entry) = self.files.get_mut(file as usize) {
+            if let Some(fd) = entry.take() {
+                // SAFETY: we own fd; close is not retried on EINTR (Linux releases the fd).
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+
+    pub(crate) fn file_len(&mut self, file: FileId) -> Result<u64, IoError> {
+        let fd = self.fd(file)?;
+        // SAFETY: an all-zero stat is a valid value to be overwritten by fstat.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fd is open, st is a valid out pointer.
+        retry_eintr(|| unsafe { libc::fstat(fd, &mut st) })?;
+        u64::try_from(st.st_size).map_err(|_| IoError::EIO)
+    }
+
+    pub(crate) fn allocate(&mut self, file: FileId, offset: u64, len: u64) -> Result<(), IoError> {
+        let fd = self.fd(file)?;
+        let off = i64::try_from(offset).map_err(|_| IoError::EINVAL)?;
+        let len = i64::try_from(len).map_err(|_| IoError::EINVAL)?;
+        // SAFETY: plain syscall on an open fd.
+        retry_eintr(|| unsafe { libc::fallocate(fd, 0, off, len) })?;
+        Ok(())
+    }
+
+    pub(crate) fn truncate(&mut self, file: FileId, len: u64) -> Result<(), IoError> {
+        let fd = self.fd(file)?;
+        let len = i64::try_from(len).map_err(|_| IoError::EINVAL)?;
+        // SAFETY: plain syscall on an open fd.
+        retry_eintr(|| unsafe { libc::ftruncate(fd, len) })?;
+        Ok(())
+    }
+
+    pub(crate) fn rename(&mut self, from: &str, to: &str) -> Result<(), IoError> {
+        let (f, t) = (c_name(from)?, c_name(to)?);
+        // SAFETY: valid directory fd and NUL-terminated names.
+        retry_eintr(|| unsafe { libc::renameat(self.fd, f.as_ptr(), self.fd, t.as_ptr()) })?;
+        Ok(())
+    }
+
+    pub(crate) fn remove(&mut self, name: &str) -> Result<(), IoError> {
+        let c = c_name(name)?;
+        // SAFETY: valid directory fd and NUL-terminated name.
+        retry_eintr(|| unsafe { libc::unlinkat(self.fd, c.as_ptr(), 0) })?;
+        Ok(())
+    }
+
+    pub(crate) fn sync_dir(&mut self) -> Result<(), IoError> {
+        // SAFETY: plain syscall on our directory fd.
+        retry_eintr(|| unsafe { libc::fsync(self.fd) })?;
+        Ok(())
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        for fd in self.files.drain(..).flatten() {
+            // SAFETY: we own every fd in the table.
+            unsafe { libc::close(fd) };
+        }
+        // SAFETY: we own the directory fd.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// The synchronous fallback driver. See the module docs.
+pub struct PsyncStorage {
+    dir: Dir,
+    done: VecDeque<Completion>,
+}
+
+impl PsyncStorage {
+    /// Creates `dir` if missing and opens it.
+    pub fn open_dir(dir: &Path) -> Result<PsyncStorage, IoError> {
+        Ok(PsyncStorage {
+            dir: Dir::open(dir)?,
+            done: VecDeque::with_capacity(64),
+        })
+    }
+
+    /// The directory this storage works in.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn perform(&mut self, op: Op) -> Result<Completion, (IoError, Option<AlignedBuf>)> {
+        match op {
+            Op::Write { file, offset, buf } => {
+                let fd = match self.dir.fd(file) {
+                    Ok(fd) => fd,
+                    Err(e) => return Err((e, Some(buf))),
+                };
+                if let Err(e) = check_aligned(offset, buf.len()).and_then(|()| off_t(offset)) {
+                    return Err((e, Some(buf)));
+                }
+                // SAFETY: buf is valid for buf.len() bytes and outlives the call.
+                let r = retry_eintr(|| unsafe {
+                    libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), offset as libc::off_t)
+                });
+                Ok(Completion {
+                    token: 0,
+                    result: r.map(|n| n as usize),
+                    buf: Some(buf),
+                })
+            }
+            Op::Read {
+                file,
+                offset,
+                mut buf,
+            } => {
+                let fd = match self.dir.fd(file) {
+                    Ok(fd) => fd,
+                    Err(e) => return Err((e, Some(buf))),
+                };
+                if let Err(e) = check_aligned(offset, buf.len()).and_then(|()| off_t(offset)) {
+                    return Err((e, Some(buf)));
+                }
+                let len = buf.len();
+                let ptr = buf.as_mut_ptr();
+                // SAFETY: buf is valid for len <= capacity bytes and outlives the call.
+                let r = retry_eintr(|| unsafe {
+                    libc::pread(fd, ptr.cast(), len, offset as libc::off_t)
+                });
+                let result = r.map(|n| n as usize);
+                if let Ok(n) = result {
+                    buf.set_len(n.min(len));
+                }
+                Ok(Completion {
+                    token: 0,
+                    result,
+                    buf: Some(buf),
+                })
+            }
+            Op::SyncData { file } => {
+                let fd = self.dir.fd(file).map_err(|e| (e, None))?;
+                // SAFETY: plain syscall on an open fd.
+                let r = retry_eintr(|| unsafe { libc::fdatasync(fd) });
+                Ok(Completion {
+                    token: 0,
+                    result: r.map(|_| 0),
+                    buf: None,
+                })
+            }
+        }
+    }
+}
+
+/// Checks that an offset fits `off_t`.
+pub(crate) fn off_t(offset: u64) -> Result<(), IoError> {
+    i64::try_from(offset)
+        .map(|_| ())
+        .map_err(|_| IoError::EINVAL)
+}
+
 impl Storage for PsyncStorage {
     fn kind(&self) -> DriverKind {
-        todo!()
+        DriverKind::Psync
     }
     fn list(&mut self) -> Result<Vec<String>, IoError> {
-        todo!()
+        self.dir.list()
     }
-    fn open(&mut self, _name: &str, _create: bool) -> Result<FileId, IoError> {
-        todo!()
+    fn open(&mut self, name: &str, create: bool) -> Result<FileId, IoError> {
+        self.dir.open_file(name, create)
     }
-    fn close(&mut self, _file: FileId) {
-        todo!()
+    fn close(&mut self, file: FileId) {
+        self.dir.close(file)
     }
-    fn file_len(&mut self, _file: FileId) -> Result<u64, IoError> {
-        todo!()
+    fn file_len(&mut self, file: FileId) -> Result<u64, IoError> {
+        self.dir.file_len(file)
     }
-    fn allocate(&mut self, _file: FileId, _offset: u64, _len: u64) -> Result<(), IoError> {
-        todo!()
+    fn allocate(&mut self, file: FileId, offset: u64, len: u64) -> Result<(), IoError> {
+        self.dir.allocate(file, offset, len)
     }
-    fn truncate(&mut self, _file: FileId, _len: u64) -> Result<(), IoError> {
-        todo!()
+    fn truncate(&mut self, file: FileId, len: u64) -> Result<(), IoError> {
+        self.dir.truncate(file, len)
     }
-    fn rename(&mut self, _from: &str, _to: &str) -> Result<(), IoError> {
-        todo!()
+    fn rename(&mut self, from: &str, to: &str) -> Result<(), IoError> {
+        self.dir.rename(from, to)
     }
-    fn remove(&mut self, _name: &str) -> Result<(), IoError> {
-        todo!()
+    fn remove(&mut self, name: &str) -> Result<(), IoError> {
+        self.dir.remove(name)
     }
     fn sync_dir(&mut self) -> Result<(), IoError> {
-        todo!()
+        self.dir.sync_dir()
     }
-    fn submit(&mut self, _token: u64, _op: Op) -> Result<(), (IoError, Option<AlignedBuf>)> {
-        todo!()
+
+    fn submit(&mut self, token: u64, op: Op) -> Result<(), (IoError, Option<AlignedBuf>)> {
+        let mut completion = self.perform(op)?;
+        completion.token = token;
+        self.done.push_back(completion);
+        Ok(())
     }
-    fn poll(&mut self, _out: &mut Vec<Completion>, _wait: Wait) -> Result<(), IoError> {
-        todo!()
+
+    fn poll(&mut self, out: &mut Vec<Completion>, _wait: Wait) -> Result<(), IoError> {
+        // Everything submitted has already completed: waiting is never needed.
+        out.extend(self.done.drain(..));
+        Ok(())
     }
+
     fn in_flight(&self) -> usize {
-        todo!()
+        self.done.len()
     }
 }
