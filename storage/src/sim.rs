@@ -1,1 +1,0 @@
-//! PLACEHOLDER, being written by a helper: the simulated disk.
