@@ -58,7 +58,7 @@ impl Image {
         if len < self.len {
             let first_gone = len.div_ceil(PAGE);
             let _ = self.pages.split_off(&first_gone);
-            if len % PAGE != 0 {
+            if len & (PAGE - 1) != 0 {
                 if let Some(p) = self.pages.get_mut(&(len / PAGE)) {
                     p[(len % PAGE) as usize..].fill(0);
                 }
