@@ -379,3 +379,21 @@ impl Drop for UringStorage {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The setup error names the likely cause and the sysctl's value, per errno.
+    #[test]
+    fn setup_hints_name_the_cause() {
+        let eperm = setup_hint(libc::EPERM);
+        assert!(
+            eperm.contains("seccomp") && eperm.contains("io_uring_disabled"),
+            "{eperm}"
+        );
+        assert!(eperm.contains("[kernel.io_uring_disabled="), "{eperm}");
+        assert!(setup_hint(libc::ENOSYS).contains("5.11"));
+        assert!(setup_hint(libc::ENOMEM).contains("RLIMIT_MEMLOCK"));
+    }
+}
