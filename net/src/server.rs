@@ -1,0 +1,108 @@
+//! The server side of a connection: split frames out of the receive buffer and
+//! decode them as v2 or v3 (protocol.md §1.3).
+//!
+//! [`RequestDecoder`] is created per connection. It does no I/O: the connection
+//! task reads into a `BytesMut`, calls [`RequestDecoder::decode`] until it returns
+//! `Ok(None)`, and closes the connection on `Err` without replying (that is what
+//! the Java bookie does for every [`ProtocolError`]).
+//!
+//! Protocol detection. [`Detection::FirstByte`] (the default) decides per frame:
+//! a body starting `0x0A` is parsed as v3, and if that parse fails it is decoded as
+//! v2, as Java does; any other first byte is v2. This accepts everything a Java
+//! client sends, including a v3 frame after v2 traffic (START_TLS, or the v2
+//! client's GET_LIST_OF_ENTRIES_OF_LEDGER quirk). [`Detection::JavaOneWay`]
+//! copies Java exactly: every frame is tried as v3 until one fails, and from then
+//! on the connection is v2 for good.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::codec::{decode_request_v2, decode_request_v3, V3_FIRST_BYTE};
+use crate::error::ProtocolError;
+use crate::frame::{split_frame, DEFAULT_MAX_FRAME_SIZE};
+use crate::request::RequestFrame;
+
+/// How a connection tells v2 frames from v3 frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detection {
+    /// Per frame, by the first byte (`0x0A` = v3, falling back to v2 if the v3
+    /// parse fails). protocol.md §1.3 choice (b), plus Java's fallback.
+    FirstByte,
+    /// Java's rule: v3 until a frame fails to parse as v3, then v2 forever.
+    JavaOneWay,
+}
+
+/// Per-connection request decoder.
+#[derive(Debug)]
+pub struct RequestDecoder {
+    max_frame_size: usize,
+    detection: Detection,
+    /// `usingV3Protocol` of the Java decoder (used by [`Detection::JavaOneWay`]).
+    using_v3: bool,
+}
+
+impl Default for RequestDecoder {
+    fn default() -> Self {
+        RequestDecoder::new(DEFAULT_MAX_FRAME_SIZE)
+    }
+}
+
+impl RequestDecoder {
+    /// A decoder for a new connection, with the given maximum frame size (prefix
+    /// included, like `nettyMaxFrameSizeBytes`).
+    pub fn new(max_frame_size: usize) -> RequestDecoder {
+        RequestDecoder {
+            max_frame_size,
+            detection: Detection::FirstByte,
+            using_v3: true,
+        }
+    }
+
+    /// Chooses the detection rule.
+    pub fn with_detection(mut self, detection: Detection) -> RequestDecoder {
+        self.detection = detection;
+        self
+    }
+
+    /// The maximum frame size.
+    pub fn max_frame_size(&self) -> usize {
+        self.max_frame_size
+    }
+
+    /// Takes the next whole frame out of `buf` and decodes it. `Ok(None)` means
+    /// more bytes are needed; `Err` means close the connection.
+    pub fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<RequestFrame>, ProtocolError> {
+        match split_frame(buf, self.max_frame_size)? {
+            Some(body) => self.decode_body(&body).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Decodes one frame body (without its length prefix).
+    pub fn decode_body(&mut self, body: &Bytes) -> Result<RequestFrame, ProtocolError> {
+        if body.is_empty() {
+            return Err(ProtocolError::EmptyFrame);
+        }
+        let try_v3 = match self.detection {
+            Detection::FirstByte => body[0] == V3_FIRST_BYTE,
+            Detection::JavaOneWay => self.using_v3,
+        };
+        if !try_v3 {
+            return decode_request_v2(body);
+        }
+        match decode_request_v3(body) {
+            Ok(frame) => Ok(frame),
+            Err(v3_error) => {
+                self.using_v3 = false;
+                // Java rewinds and decodes the same bytes as v2. If that fails too,
+                // report the v3 error when the frame looked like v3.
+                decode_request_v2(body).map_err(|v2_error| {
+                    if body[0] == V3_FIRST_BYTE {
+                        v3_error
+                    } else {
+                        v2_error
+                    }
+                })
+            }
+        }
+    }
+}
