@@ -6,13 +6,16 @@
 //! `Ok(None)`, and closes the connection on `Err` without replying (that is what
 //! the Java bookie does for every [`ProtocolError`]).
 //!
-//! Protocol detection. [`Detection::FirstByte`] (the default) decides per frame:
-//! a body starting `0x0A` is parsed as v3, and if that parse fails it is decoded as
-//! v2, as Java does; any other first byte is v2. This accepts everything a Java
-//! client sends, including a v3 frame after v2 traffic (START_TLS, or the v2
-//! client's GET_LIST_OF_ENTRIES_OF_LEDGER quirk). [`Detection::JavaOneWay`]
-//! copies Java exactly: every frame is tried as v3 until one fails, and from then
-//! on the connection is v2 for good.
+//! Protocol detection. [`Detection::PerFrame`] (the default) is Java's rule
+//! without its one-way latch: every frame is first parsed as a strict proto2 v3
+//! `Request`, and if that fails it is decoded as v2. A v2 body fails the v3 parse
+//! on its first byte (the version byte 0, 1 or 2 reads as protobuf field number 0),
+//! so v2 frames pay one byte of extra work. This accepts everything a Java client
+//! sends, including a v3 frame after v2 traffic (START_TLS, or the v2 client's
+//! GET_LIST_OF_ENTRIES_OF_LEDGER quirk, protocol.md §9 item 27), and v3 frames
+//! from encoders that do not write `header` first. [`Detection::JavaOneWay`]
+//! copies Java exactly: frames are tried as v3 until one fails, and from then on
+//! the connection is v2 for good.
 
 use bytes::{Bytes, BytesMut};
 
@@ -24,9 +27,9 @@ use crate::request::RequestFrame;
 /// How a connection tells v2 frames from v3 frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Detection {
-    /// Per frame, by the first byte (`0x0A` = v3, falling back to v2 if the v3
-    /// parse fails). protocol.md §1.3 choice (b), plus Java's fallback.
-    FirstByte,
+    /// Per frame: v3 if the frame parses as v3, else v2. A superset of both
+    /// protocol.md §1.3 choices (a) and (b).
+    PerFrame,
     /// Java's rule: v3 until a frame fails to parse as v3, then v2 forever.
     JavaOneWay,
 }
@@ -52,7 +55,7 @@ impl RequestDecoder {
     pub fn new(max_frame_size: usize) -> RequestDecoder {
         RequestDecoder {
             max_frame_size,
-            detection: Detection::FirstByte,
+            detection: Detection::PerFrame,
             using_v3: true,
         }
     }
@@ -83,7 +86,7 @@ impl RequestDecoder {
             return Err(ProtocolError::EmptyFrame);
         }
         let try_v3 = match self.detection {
-            Detection::FirstByte => body[0] == V3_FIRST_BYTE,
+            Detection::PerFrame => true,
             Detection::JavaOneWay => self.using_v3,
         };
         if !try_v3 {
@@ -94,7 +97,8 @@ impl RequestDecoder {
             Err(v3_error) => {
                 self.using_v3 = false;
                 // Java rewinds and decodes the same bytes as v2. If that fails too,
-                // report the v3 error when the frame looked like v3.
+                // report the v3 error when the frame looked like v3 (it starts
+                // with the `header` tag, as every Java-built request does).
                 decode_request_v2(body).map_err(|v2_error| {
                     if body[0] == V3_FIRST_BYTE {
                         v3_error
