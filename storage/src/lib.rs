@@ -195,7 +195,7 @@ pub trait Storage {
 /// Checks the O_DIRECT alignment rules of the [contract](crate). Every driver calls it, so a
 /// misaligned request fails the same way in the simulator as on a real device.
 pub fn check_aligned(offset: u64, len: usize) -> Result<(), IoError> {
-    if offset % ALIGN as u64 != 0 || len % ALIGN != 0 {
+    if !offset.is_multiple_of(ALIGN as u64) || !len.is_multiple_of(ALIGN) {
         return Err(IoError::EINVAL);
     }
     Ok(())

@@ -1,0 +1,839 @@
+//! The journal writer: appends records into groups, writes each group with one O_DIRECT write,
+//! syncs, and reports a durable LSN; rotates, prepares and recycles segment files.
+//!
+//! Life of a record: `append` copies the payload into the open group's aligned buffer behind a
+//! checksummed header and returns its LSN. `tick` asks the group-commit policy whether to close
+//! the group; a closed group is padded to 4 KiB and written at its reserved offset, at most
+//! `max_groups_in_flight` at a time. When a write completes, a `SyncData` of the segment file is
+//! issued (one at a time; it covers every write that completed before it). When the sync
+//! completes, the groups it covered are durable, and `durable_lsn` advances over the in-order
+//! prefix of durable groups. Callers acknowledge everything up to `durable_lsn`.
+//!
+//! After any failed write or sync the journal stops: appends return `Stopped`, nothing more is
+//! submitted, and `durable_lsn` never moves again. It never retries a sync (fsyncgate).
+
+use std::collections::VecDeque;
+
+use storage::{AlignedBuf, Completion, FileId, IoError, Op, Storage, Wait, ALIGN};
+
+use crate::config::JournalConfig;
+use crate::error::{AppendError, JournalError};
+use crate::format::{
+    encode_padding, encode_record, free_file_name, padded_end, record_bytes, segment_file_name,
+    Lsn, RecordKind, SegmentHeader, SegmentId, SEGMENT_HEADER_BYTES,
+};
+use crate::io;
+use crate::policy::{decide, Decision, FlushReason, OpenGroup, Triggers};
+use crate::recovery::{self, LiveSegment, RecoveryReport};
+
+const TOKEN_WRITE: u64 = 1 << 56;
+const TOKEN_SYNC: u64 = 2 << 56;
+const TOKEN_PREP: u64 = 3 << 56;
+const TOKEN_KIND: u64 = 0xff << 56;
+
+/// Counters, for metrics and benchmarks.
+#[derive(Clone, Debug, Default)]
+pub struct JournalStats {
+    pub records: u64,
+    pub groups: u64,
+    pub bytes_written: u64,
+    pub syncs: u64,
+    pub segments_prepared: u64,
+    pub segments_recycled: u64,
+    /// Groups closed per reason: max wait, bytes, records, queue empty, idle, full/rotation.
+    pub flushes_max_wait: u64,
+    pub flushes_bytes: u64,
+    pub flushes_records: u64,
+    pub flushes_queue_empty: u64,
+    pub flushes_idle: u64,
+    pub flushes_full: u64,
+}
+
+/// A segment the writer places groups in.
+struct Segment {
+    header: SegmentHeader,
+    seed: u32,
+    file: FileId,
+    /// Offset of the next group.
+    write_pos: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GroupState {
+    Closed,
+    Writing,
+    Written,
+    Syncing(u64),
+    Synced,
+}
+
+struct Group {
+    seq: u64,
+    buf: Option<AlignedBuf>,
+    segment: SegmentId,
+    header: SegmentHeader,
+    seed: u32,
+    file: FileId,
+    offset: u64,
+    fill: usize,
+    records: usize,
+    /// LSN of the last data record in the group or, for a group without one, before it.
+    last_lsn: Lsn,
+    opened_at_us: u64,
+    state: GroupState,
+    /// This group is a segment's end block: when durable, the segment is complete.
+    seal: bool,
+}
+
+/// Preparation of the next segment file, one operation at a time, in the background.
+enum Prep {
+    Idle,
+    Header {
+        seg: Segment,
+        free_name: String,
+        zero_from: u64,
+    },
+    Zeroing {
+        seg: Segment,
+        free_name: String,
+        next: u64,
+    },
+    Syncing {
+        seg: Segment,
+        free_name: String,
+    },
+}
+
+/// The journal over a storage port `S`.
+pub struct Journal<S: Storage> {
+    storage: S,
+    config: JournalConfig,
+    triggers: Triggers,
+    stopped: Option<IoError>,
+    next_lsn: Lsn,
+    durable_lsn: Lsn,
+    next_segment_id: u64,
+    next_generation: u64,
+    active: Option<Segment>,
+    ready: Option<Segment>,
+    prep: Prep,
+    /// Complete segments, oldest first, for trimming.
+    live: VecDeque<LiveSegment>,
+    /// Files to recycle as new segments.
+    free: Vec<String>,
+    open: Option<Group>,
+    /// Closed groups not yet durable, in log order.
+    queue: VecDeque<Group>,
+    next_group_seq: u64,
+    spare: Vec<AlignedBuf>,
+    seal_buf: Option<AlignedBuf>,
+    zero_buf: Option<AlignedBuf>,
+    sync_in_flight: Option<u64>,
+    next_sync_seq: u64,
+    completions: Vec<Completion>,
+    stats: JournalStats,
+    report: RecoveryReport,
+}
+
+impl<S: Storage> Journal<S> {
+    /// Opens the journal in `storage`: recovers, calls `visit` for every record with an LSN at
+    /// or after `replay_from` (the checkpoint mark) in order, seals the recovered tail, and
+    /// prepares a fresh segment for new records.
+    pub fn open(
+        mut storage: S,
+        config: JournalConfig,
+        replay_from: Lsn,
+        visit: &mut dyn FnMut(Lsn, &[u8]),
+    ) -> Result<Journal<S>, JournalError> {
+        config.validate().map_err(JournalError::Config)?;
+        let rec = recovery::recover(&mut storage, &config, replay_from, visit)?;
+        if let Some(seal) = &rec.seal {
+            let name = segment_file_name(seal.id);
+            let io = |error| JournalError::Io {
+                what: "seal",
+                file: name.clone(),
+                error,
+            };
+            let file = storage.open(&name, false).map_err(io)?;
+            let mut block = AlignedBuf::new(ALIGN);
+            encode_seal(&mut block, seal.next_lsn, &seal.header);
+            let result = io::write_all(&mut storage, file, seal.offset, block)
+                .and_then(|_| io::sync_data(&mut storage, file));
+            storage.close(file);
+            result.map_err(io)?;
+        }
+        let dir_io = |what, file: &str| {
+            let file = file.to_string();
+            move |error| JournalError::Io { what, file, error }
+        };
+        for name in &rec.corrupt {
+            storage
+                .rename(name, &format!("{name}.corrupt"))
+                .map_err(dir_io("rename", name))?;
+        }
+        // Unused segments left after the log become free files (their ids stay unique).
+        let mut free = Vec::with_capacity(rec.free.len());
+        for name in rec.free {
+            match crate::format::parse_file_name(&name) {
+                Some((id, false)) => {
+                    let to = free_file_name(id);
+                    storage
+                        .rename(&name, &to)
+                        .map_err(dir_io("rename", &name))?;
+                    free.push(to);
+                }
+                _ => free.push(name),
+            }
+        }
+        while free.len() > config.max_free_segments {
+            let name = free.remove(0);
+            storage.remove(&name).map_err(dir_io("remove", &name))?;
+        }
+        storage
+            .sync_dir()
+            .map_err(dir_io("sync", "journal directory"))?;
+
+        let buffers = config.max_groups_in_flight + 2;
+        let group_bytes = config.group_buffer_bytes();
+        let mut journal = Journal {
+            storage,
+            triggers: config.triggers(),
+            stopped: None,
+            next_lsn: rec.next_lsn,
+            durable_lsn: Lsn(rec.next_lsn.0 - 1),
+            next_segment_id: rec.next_segment_id,
+            next_generation: rec.next_generation,
+            active: None,
+            ready: None,
+            prep: Prep::Idle,
+            live: rec.live.into(),
+            free,
+            open: None,
+            queue: VecDeque::with_capacity(buffers + 2),
+            next_group_seq: 0,
+            spare: (0..buffers).map(|_| AlignedBuf::new(group_bytes)).collect(),
+            seal_buf: Some(AlignedBuf::new(ALIGN)),
+            zero_buf: Some(AlignedBuf::zeroed(config.zero_fill_chunk_bytes)),
+            sync_in_flight: None,
+            next_sync_seq: 0,
+            completions: Vec::with_capacity(64),
+            stats: JournalStats::default(),
+            report: rec.report,
+            config,
+        };
+        journal.prepare_blocking()?;
+        journal.active = journal.ready.take();
+        journal.pump();
+        Ok(journal)
+    }
+
+    /// Appends one record and returns its LSN. The record is durable once
+    /// [`Journal::durable_lsn`] reaches that LSN.
+    pub fn append(&mut self, payload: &[u8], now_us: u64) -> Result<Lsn, AppendError> {
+        if let Some(e) = self.stopped {
+            return Err(AppendError::Stopped(e));
+        }
+        if payload.len() > self.config.max_record_bytes {
+            return Err(AppendError::TooLarge {
+                len: payload.len(),
+                max: self.config.max_record_bytes,
+            });
+        }
+        let rec = record_bytes(payload.len());
+        let segment_limit = self.config.segment_size_bytes - ALIGN as u64;
+        loop {
+            if self.open.is_none() {
+                self.open_group(now_us)?;
+            }
+            let g = self.open.as_mut().expect("open group");
+            let end = padded_end(g.fill + rec);
+            let buf = g.buf.as_mut().expect("open group buffer");
+            if end <= buf.capacity() && g.offset + end as u64 <= segment_limit {
+                let lsn = self.next_lsn;
+                encode_record(
+                    &mut buf.as_mut_capacity()[g.fill..],
+                    RecordKind::Data,
+                    lsn,
+                    &g.header,
+                    g.seed,
+                    payload,
+                );
+                g.fill += rec;
+                g.records += 1;
+                g.last_lsn = lsn;
+                self.next_lsn = Lsn(lsn.0 + 1);
+                self.stats.records += 1;
+                return Ok(lsn);
+            }
+            if g.records == 0 {
+                // Not even an empty group here can take it: the segment is full.
+                let g = self.open.take().expect("open group");
+                self.spare.push(g.buf.expect("open group buffer"));
+                self.rotate()?;
+            } else {
+                self.stats.flushes_full += 1;
+                self.close_open_group();
+            }
+        }
+    }
+
+    /// Non-blocking progress: reaps completions, applies the group-commit policy (`queue_empty`:
+    /// callers have nothing more to append right now) and submits what may go.
+    pub fn tick(&mut self, now_us: u64, queue_empty: bool) -> Result<(), JournalError> {
+        self.reap(Wait::No)?;
+        if let Some(g) = &self.open {
+            let in_flight = self.queue.len();
+            let group = OpenGroup {
+                records: g.records,
+                bytes: g.fill,
+                opened_at_us: g.opened_at_us,
+            };
+            if let Decision::Flush(reason) =
+                decide(&group, now_us, queue_empty, in_flight, &self.triggers)
+            {
+                match reason {
+                    FlushReason::MaxWait => self.stats.flushes_max_wait += 1,
+                    FlushReason::Bytes => self.stats.flushes_bytes += 1,
+                    FlushReason::Records => self.stats.flushes_records += 1,
+                    FlushReason::QueueEmpty => self.stats.flushes_queue_empty += 1,
+                    FlushReason::Idle => self.stats.flushes_idle += 1,
+                }
+                self.close_open_group();
+            }
+        }
+        self.pump();
+        self.check_stopped()
+    }
+
+    /// Blocks until at least one operation completes or `timeout_us` passes, then makes
+    /// progress as [`Journal::tick`] does (without closing the open group).
+    pub fn wait(&mut self, timeout_us: Option<u64>) -> Result<(), JournalError> {
+        self.reap(Wait::AtLeastOne { timeout_us })?;
+        self.pump();
+        self.check_stopped()
+    }
+
+    /// When the open group must be closed at the latest (the group-wait timer), if one is open.
+    pub fn next_deadline_us(&self) -> Option<u64> {
+        self.open
+            .as_ref()
+            .filter(|g| g.records > 0)
+            .map(|g| g.opened_at_us.saturating_add(self.config.max_group_wait_us))
+    }
+
+    /// Every record with an LSN up to this one is durable.
+    pub fn durable_lsn(&self) -> Lsn {
+        self.durable_lsn
+    }
+
+    /// The LSN the next append gets.
+    pub fn next_lsn(&self) -> Lsn {
+        self.next_lsn
+    }
+
+    /// The I/O error that stopped the journal, if it stopped.
+    pub fn stopped(&self) -> Option<IoError> {
+        self.stopped
+    }
+
+    pub fn stats(&self) -> &JournalStats {
+        &self.stats
+    }
+
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.report
+    }
+
+    /// Whether anything appended is not yet durable.
+    pub fn has_pending(&self) -> bool {
+        self.open.as_ref().is_some_and(|g| g.records > 0) || !self.queue.is_empty()
+    }
+
+    /// Closes the open group and waits until everything appended is durable.
+    pub fn flush(&mut self) -> Result<(), JournalError> {
+        if self.open.as_ref().is_some_and(|g| g.records > 0) {
+            self.close_open_group();
+        }
+        self.pump();
+        while !self.queue.is_empty() {
+            self.check_stopped()?;
+            self.wait(None)?;
+        }
+        self.check_stopped()
+    }
+
+    /// Drops complete segments whose records all precede `mark` (they are persisted elsewhere):
+    /// recycles them (renamed `*.free`) up to `max_free_segments`, removes the rest. Returns how
+    /// many segments were trimmed.
+    pub fn trim(&mut self, mark: Lsn) -> Result<usize, JournalError> {
+        let mut trimmed = 0;
+        while let Some(seg) = self.live.front() {
+            if seg.last_lsn >= mark {
+                break;
+            }
+            let name = segment_file_name(seg.id);
+            let result = if self.free.len() < self.config.max_free_segments {
+                let free = free_file_name(seg.id);
+                self.storage.rename(&name, &free).map(|_| free)
+            } else {
+                self.storage.remove(&name).map(|_| String::new())
+            };
+            match result {
+                Ok(free) if !free.is_empty() => self.free.push(free),
+                Ok(_) => {}
+                Err(error) => {
+                    return Err(JournalError::Io {
+                        what: "trim",
+                        file: name,
+                        error,
+                    })
+                }
+            }
+            self.live.pop_front();
+            trimmed += 1;
+        }
+        if trimmed > 0 {
+            if let Err(error) = self.storage.sync_dir() {
+                // A failed directory sync puts the device in doubt: stop, as for any sync.
+                self.stop(error);
+                return Err(JournalError::Stopped(error));
+            }
+        }
+        Ok(trimmed)
+    }
+
+    /// A one-line description of the segments, for logs and test diagnostics.
+    pub fn describe_segments(&self) -> String {
+        format!(
+            "live {:?} active {:?} ready {:?} free {:?} durable {} next {}",
+            self.live
+                .iter()
+                .map(|s| (s.id.0, s.last_lsn.0))
+                .collect::<Vec<_>>(),
+            self.active.as_ref().map(|s| (s.header.id.0, s.write_pos)),
+            self.ready.as_ref().map(|s| s.header.id.0),
+            self.free,
+            self.durable_lsn.0,
+            self.next_lsn.0
+        )
+    }
+
+    /// The storage port, for callers that share it (tests, diagnostics).
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
+    fn check_stopped(&self) -> Result<(), JournalError> {
+        match self.stopped {
+            Some(e) => Err(JournalError::Stopped(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn stop(&mut self, error: IoError) {
+        if self.stopped.is_none() {
+            log::error!(
+                "journal: I/O failure ({error}); the journal stops accepting records and \
+                 will not retry (durable up to lsn {})",
+                self.durable_lsn.0
+            );
+            self.stopped = Some(error);
+        }
+    }
+
+    fn open_group(&mut self, now_us: u64) -> Result<(), AppendError> {
+        let Some(seg) = self.active.as_ref() else {
+            return Err(AppendError::Backpressure);
+        };
+        let Some(buf) = self.spare.pop() else {
+            return Err(AppendError::Backpressure);
+        };
+        self.open = Some(Group {
+            // Numbered when closed, so the queue's numbers have no gaps.
+            seq: 0,
+            buf: Some(buf),
+            segment: seg.header.id,
+            header: seg.header,
+            seed: seg.seed,
+            file: seg.file,
+            offset: seg.write_pos,
+            fill: 0,
+            records: 0,
+            last_lsn: Lsn(self.next_lsn.0 - 1),
+            opened_at_us: now_us,
+            state: GroupState::Closed,
+            seal: false,
+        });
+        Ok(())
+    }
+
+    /// Pads the open group to 4 KiB and queues it for writing.
+    fn close_open_group(&mut self) {
+        let Some(mut g) = self.open.take() else {
+            return;
+        };
+        let end = padded_end(g.fill);
+        let buf = g.buf.as_mut().expect("open group buffer");
+        if end > g.fill {
+            encode_padding(
+                &mut buf.as_mut_capacity()[g.fill..],
+                end - g.fill,
+                self.next_lsn,
+                &g.header,
+                g.seed,
+            );
+        }
+        buf.set_len(end);
+        g.seq = self.next_group_seq;
+        self.next_group_seq += 1;
+        let seg = self.active.as_mut().expect("active segment");
+        debug_assert_eq!(seg.header.id, g.segment);
+        seg.write_pos = g.offset + end as u64;
+        g.state = GroupState::Closed;
+        self.stats.groups += 1;
+        self.queue.push_back(g);
+    }
+
+    /// Ends the active segment with a seal block and moves to the prepared one.
+    fn rotate(&mut self) -> Result<(), AppendError> {
+        if self.ready.is_none() || self.seal_buf.is_none() {
+            self.pump();
+            return Err(AppendError::Backpressure);
+        }
+        let old = self.active.take().expect("active segment");
+        let mut block = self.seal_buf.take().expect("seal buffer");
+        encode_seal(&mut block, self.next_lsn, &old.header);
+        let seq = self.next_group_seq;
+        self.next_group_seq += 1;
+        self.queue.push_back(Group {
+            seq,
+            buf: Some(block),
+            segment: old.header.id,
+            header: old.header,
+            seed: old.seed,
+            file: old.file,
+            offset: old.write_pos,
+            fill: ALIGN,
+            records: 0,
+            last_lsn: Lsn(self.next_lsn.0 - 1),
+            opened_at_us: 0,
+            state: GroupState::Closed,
+            seal: true,
+        });
+        self.active = self.ready.take();
+        self.pump();
+        Ok(())
+    }
+
+    fn reap(&mut self, wait: Wait) -> Result<(), JournalError> {
+        let mut completions = std::mem::take(&mut self.completions);
+        let result = self.storage.poll(&mut completions, wait);
+        for c in completions.drain(..) {
+            self.handle(c);
+        }
+        self.completions = completions;
+        if let Err(e) = result {
+            self.stop(e);
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, c: Completion) {
+        match c.token & TOKEN_KIND {
+            TOKEN_WRITE => self.on_group_written(c),
+            TOKEN_SYNC => self.on_synced(c),
+            TOKEN_PREP => self.on_prep(c),
+            _ => log::error!("journal: completion with unknown token {:#x}", c.token),
+        }
+    }
+
+    fn on_group_written(&mut self, c: Completion) {
+        let seq = c.token & !TOKEN_KIND;
+        let front = self.queue.front().map(|g| g.seq).unwrap_or(u64::MAX);
+        let Some(g) = seq
+            .checked_sub(front)
+            .and_then(|i| self.queue.get_mut(i as usize))
+        else {
+            log::error!("journal: write completion for unknown group {seq}");
+            return;
+        };
+        debug_assert_eq!(g.seq, seq);
+        let expected = c.buf.as_ref().map(|b| b.len()).unwrap_or(0);
+        g.buf = c.buf;
+        match c.result {
+            Ok(n) if n == expected && n > 0 => {
+                g.state = GroupState::Written;
+                self.stats.bytes_written += n as u64;
+            }
+            Ok(_) => self.stop(IoError::EIO),
+            Err(e) => self.stop(e),
+        }
+    }
+
+    fn on_synced(&mut self, c: Completion) {
+        let sync_seq = c.token & !TOKEN_KIND;
+        self.sync_in_flight = None;
+        if let Err(e) = c.result {
+            self.stop(e);
+            return;
+        }
+        if self.stopped.is_some() {
+            // Nothing acknowledged after a failure, even if this sync claims success.
+            return;
+        }
+        self.stats.syncs += 1;
+        for g in self.queue.iter_mut() {
+            if g.state == GroupState::Syncing(sync_seq) {
+                g.state = GroupState::Synced;
+            }
+        }
+        while self
+            .queue
+            .front()
+            .is_some_and(|g| g.state == GroupState::Synced)
+        {
+            let g = self.queue.pop_front().expect("front");
+            self.durable_lsn = self.durable_lsn.max(g.last_lsn);
+            let buf = g.buf.expect("synced group buffer");
+            if g.seal {
+                self.storage.close(g.file);
+                self.live.push_back(LiveSegment {
+                    id: g.segment,
+                    last_lsn: g.last_lsn,
+                });
+                self.seal_buf = Some(buf);
+            } else {
+                self.spare.push(buf);
+            }
+        }
+    }
+
+    /// Submits what may go: a sync for written groups, closed groups within the in-flight
+    /// window, and the next segment's preparation.
+    fn pump(&mut self) {
+        if self.stopped.is_some() {
+            return;
+        }
+        if self.sync_in_flight.is_none() {
+            let file = self
+                .queue
+                .iter()
+                .find(|g| g.state == GroupState::Written)
+                .map(|g| g.file);
+            if let Some(file) = file {
+                let seq = self.next_sync_seq;
+                self.next_sync_seq += 1;
+                match self.storage.submit(TOKEN_SYNC | seq, Op::SyncData { file }) {
+                    Ok(()) => {
+                        self.sync_in_flight = Some(seq);
+                        for g in self.queue.iter_mut() {
+                            if g.state == GroupState::Written {
+                                g.state = GroupState::Syncing(seq);
+                            }
+                        }
+                    }
+                    Err((e, _)) if e == IoError::EAGAIN => {}
+                    Err((e, _)) => return self.stop(e),
+                }
+            }
+        }
+        let first_segment = self.queue.front().map(|g| g.segment);
+        let mut in_flight = self
+            .queue
+            .iter()
+            .filter(|g| g.state != GroupState::Closed)
+            .count();
+        for i in 0..self.queue.len() {
+            if in_flight >= self.config.max_groups_in_flight {
+                break;
+            }
+            let g = &mut self.queue[i];
+            if g.state != GroupState::Closed {
+                continue;
+            }
+            // A segment's records go to disk only after the previous segment is complete.
+            if Some(g.segment) != first_segment {
+                break;
+            }
+            let buf = g.buf.take().expect("closed group buffer");
+            let op = Op::Write {
+                file: g.file,
+                offset: g.offset,
+                buf,
+            };
+            match self.storage.submit(TOKEN_WRITE | g.seq, op) {
+                Ok(()) => {
+                    g.state = GroupState::Writing;
+                    in_flight += 1;
+                }
+                Err((e, buf)) => {
+                    g.buf = buf;
+                    if e != IoError::EAGAIN {
+                        self.stop(e);
+                    }
+                    return;
+                }
+            }
+        }
+        if self.ready.is_none() && matches!(self.prep, Prep::Idle) {
+            if let Err(e) = self.start_prep() {
+                self.stop(e);
+            }
+        }
+    }
+
+    /// Starts preparing the next segment: a recycled file if one is free, else a new one. The
+    /// file is prepared under a `*.free` name and renamed into the log only when its header and
+    /// contents are durable, so a crash part-way leaves a free file, never a broken segment.
+    fn start_prep(&mut self) -> Result<(), IoError> {
+        let id = SegmentId(self.next_segment_id);
+        self.next_segment_id += 1;
+        let header = SegmentHeader {
+            id,
+            generation: self.next_generation,
+        };
+        self.next_generation += 1;
+        let (free_name, file, zero_from) = match self.free.pop() {
+            Some(free) => {
+                let file = self.storage.open(&free, false)?;
+                let len = self.storage.file_len(file)?;
+                self.stats.segments_recycled += 1;
+                (free, file, storage::align_down(len as usize) as u64)
+            }
+            None => {
+                let free = free_file_name(id);
+                (free.clone(), self.storage.open(&free, true)?, 0)
+            }
+        };
+        let mut block = AlignedBuf::zeroed(ALIGN);
+        header.encode(&mut block);
+        let seg = Segment {
+            header,
+            seed: header.crc_seed(),
+            file,
+            write_pos: SEGMENT_HEADER_BYTES,
+        };
+        self.storage
+            .submit(
+                TOKEN_PREP,
+                Op::Write {
+                    file,
+                    offset: 0,
+                    buf: block,
+                },
+            )
+            .map_err(|(e, _)| e)?;
+        self.prep = Prep::Header {
+            seg,
+            free_name,
+            zero_from: zero_from.max(SEGMENT_HEADER_BYTES),
+        };
+        Ok(())
+    }
+
+    fn on_prep(&mut self, c: Completion) {
+        let prep = std::mem::replace(&mut self.prep, Prep::Idle);
+        let ok = match (&c.result, &c.buf) {
+            (Ok(n), Some(buf)) => *n == buf.len(),
+            (Ok(_), None) => true,
+            (Err(_), _) => false,
+        };
+        if !ok {
+            self.stop(c.result.err().unwrap_or(IoError::EIO));
+            return;
+        }
+        let size = self.config.segment_size_bytes;
+        let next = match prep {
+            Prep::Header {
+                seg,
+                free_name,
+                zero_from,
+            } => Some((seg, free_name, zero_from)),
+            Prep::Zeroing {
+                seg,
+                free_name,
+                next,
+            } => {
+                self.zero_buf = c.buf;
+                Some((seg, free_name, next))
+            }
+            Prep::Syncing { seg, free_name } => {
+                let name = segment_file_name(seg.header.id);
+                let result = self
+                    .storage
+                    .rename(&free_name, &name)
+                    .and_then(|_| self.storage.sync_dir());
+                if let Err(e) = result {
+                    return self.stop(e);
+                }
+                self.stats.segments_prepared += 1;
+                self.ready = Some(seg);
+                None
+            }
+            Prep::Idle => None,
+        };
+        let Some((seg, free_name, from)) = next else {
+            return;
+        };
+        let result = if from < size {
+            let mut buf = self.zero_buf.take().expect("zero buffer");
+            let len = (size - from).min(buf.capacity() as u64) as usize;
+            buf.set_len(len);
+            let file = seg.file;
+            self.prep = Prep::Zeroing {
+                seg,
+                free_name,
+                next: from + len as u64,
+            };
+            self.storage.submit(
+                TOKEN_PREP,
+                Op::Write {
+                    file,
+                    offset: from,
+                    buf,
+                },
+            )
+        } else {
+            let file = seg.file;
+            self.prep = Prep::Syncing { seg, free_name };
+            self.storage.submit(TOKEN_PREP, Op::SyncData { file })
+        };
+        if let Err((e, buf)) = result {
+            if buf.is_some() {
+                self.zero_buf = buf;
+            }
+            self.stop(e);
+        }
+    }
+
+    /// Prepares the next segment and waits for it (used at open).
+    fn prepare_blocking(&mut self) -> Result<(), JournalError> {
+        if let Err(e) = self.start_prep() {
+            self.stop(e);
+        }
+        while self.ready.is_none() && self.stopped.is_none() {
+            if self.storage.in_flight() == 0 {
+                self.stop(IoError::EIO);
+                break;
+            }
+            self.reap(Wait::AtLeastOne { timeout_us: None })?;
+        }
+        self.check_stopped().map_err(|e| match e {
+            JournalError::Stopped(error) => JournalError::Io {
+                what: "prepare segment",
+                file: segment_file_name(SegmentId(self.next_segment_id - 1)),
+                error,
+            },
+            other => other,
+        })
+    }
+}
+
+/// Fills a 4 KiB block with a `SegmentEnd` record and padding.
+fn encode_seal(block: &mut AlignedBuf, next_lsn: Lsn, header: &SegmentHeader) {
+    let seed = header.crc_seed();
+    let bytes = block.as_mut_capacity();
+    let n = encode_record(bytes, RecordKind::SegmentEnd, next_lsn, header, seed, &[]);
+    encode_padding(&mut bytes[n..ALIGN], ALIGN - n, next_lsn, header, seed);
+    block.set_len(ALIGN);
+}
