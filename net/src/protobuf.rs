@@ -54,29 +54,33 @@ impl<'a> Reader<'a> {
     }
 
     /// True when the message is consumed.
+    #[inline]
     pub(crate) fn is_done(&self) -> bool {
         self.pos >= self.end
     }
 
     /// Reads a varint of up to 10 bytes.
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, ProtobufError> {
+        let bytes = &self.data[self.pos..self.end];
         let mut value: u64 = 0;
-        for index in 0..10 {
-            if self.pos >= self.end {
-                return Err(ProtobufError::Truncated);
-            }
-            let byte = self.data[self.pos];
-            self.pos += 1;
+        for (index, &byte) in bytes.iter().take(10).enumerate() {
             // Bits past 64 (the high bits of the 10th byte) are dropped.
             value |= u64::from(byte & 0x7f) << (7 * index);
-            if byte & 0x80 == 0 {
+            if byte < 0x80 {
+                self.pos += index + 1;
                 return Ok(value);
             }
         }
-        Err(ProtobufError::VarintTooLong)
+        Err(if bytes.len() >= 10 {
+            ProtobufError::VarintTooLong
+        } else {
+            ProtobufError::Truncated
+        })
     }
 
     /// Reads a tag; returns `(field number, wire type)`.
+    #[inline]
     pub(crate) fn tag(&mut self) -> Result<(u32, u32), ProtobufError> {
         // protobuf-java reads tags as 32-bit varints.
         let raw = self.varint()? as u32;
@@ -88,16 +92,19 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads an `int64`/`uint64`.
+    #[inline]
     pub(crate) fn int64(&mut self) -> Result<i64, ProtobufError> {
         Ok(self.varint()? as i64)
     }
 
     /// Reads an `int32`/`uint32`/enum: the low 32 bits of the varint.
+    #[inline]
     pub(crate) fn int32(&mut self) -> Result<i32, ProtobufError> {
         Ok(self.varint()? as u32 as i32)
     }
 
     /// Reads a length prefix and returns the range of the field's bytes.
+    #[inline]
     fn length_delimited(&mut self) -> Result<(usize, usize), ProtobufError> {
         let length = self.int32()?;
         if length < 0 {
@@ -113,12 +120,14 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a `bytes`/`string` field as a slice of the frame.
+    #[inline]
     pub(crate) fn bytes(&mut self) -> Result<Bytes, ProtobufError> {
         let (start, end) = self.length_delimited()?;
         Ok(self.data.slice(start..end))
     }
 
     /// Reads an embedded message and returns a reader over it.
+    #[inline]
     pub(crate) fn message(&mut self) -> Result<Reader<'a>, ProtobufError> {
         let (start, end) = self.length_delimited()?;
         Ok(Reader {
