@@ -92,7 +92,7 @@ impl JournalConfig {
     /// Checks the settings; the message names the offending key.
     pub fn validate(&self) -> Result<(), String> {
         let align = storage::ALIGN as u64;
-        if self.segment_size_bytes % align != 0 {
+        if !self.segment_size_bytes.is_multiple_of(align) {
             return Err(format!(
                 "journalMaxSizeMB: segment size {} is not a multiple of {align}",
                 self.segment_size_bytes
@@ -109,7 +109,7 @@ impl JournalConfig {
         if self.max_groups_in_flight == 0 {
             return Err("max_groups_in_flight must be at least 1".into());
         }
-        if self.zero_fill_chunk_bytes == 0 || self.zero_fill_chunk_bytes % storage::ALIGN != 0 {
+        if self.zero_fill_chunk_bytes == 0 || !self.zero_fill_chunk_bytes.is_multiple_of(storage::ALIGN) {
             return Err(format!(
                 "zero_fill_chunk_bytes {} must be a positive multiple of {align}",
                 self.zero_fill_chunk_bytes

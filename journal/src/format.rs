@@ -172,7 +172,7 @@ pub fn encode_record(
 
 /// Encodes a padding record of `total` bytes (at least a header) whose payload is zeros.
 pub fn encode_padding(out: &mut [u8], total: usize, next: Lsn, header: &SegmentHeader, seed: u32) {
-    assert!(total >= RECORD_HEADER_BYTES && total % RECORD_ALIGN == 0);
+    assert!(total >= RECORD_HEADER_BYTES && total.is_multiple_of(RECORD_ALIGN));
     let payload_len = total - RECORD_HEADER_BYTES;
     out[RECORD_HEADER_BYTES..total].fill(0);
     let h = &mut out[..RECORD_HEADER_BYTES];
@@ -269,15 +269,15 @@ pub fn decode_record<'a>(
 /// padding record: `pos` itself when aligned, else the first 4 KiB boundary that leaves room
 /// for a padding header.
 pub const fn padded_end(pos: usize) -> usize {
-    if pos % ALIGN == 0 {
+    if pos.is_multiple_of(ALIGN) {
         pos
     } else {
         (pos + RECORD_HEADER_BYTES + ALIGN - 1) & !(ALIGN - 1)
     }
 }
 
-const _: () = assert!(RECORD_HEADER_BYTES % RECORD_ALIGN == 0);
-const _: () = assert!(ALIGN % RECORD_ALIGN == 0);
+const _: () = assert!(RECORD_HEADER_BYTES.is_multiple_of(RECORD_ALIGN));
+const _: () = assert!(ALIGN.is_multiple_of(RECORD_ALIGN));
 const _: () = assert!(SEGMENT_HEADER_BYTES as usize == ALIGN);
 
 #[cfg(test)]
