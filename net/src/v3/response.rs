@@ -19,16 +19,17 @@ use crate::status::StatusCode;
 #[derive(Default)]
 struct SubParts {
     status: Option<StatusCode>,
-    /// Field 2 in every sub-response that has a ledger id.
+    /// Varint field 2: `ledgerId`, or GetBookieInfoResponse's `totalDiskCapacity`.
     ledger_id: Option<i64>,
-    /// Varint field 3 (`entryId`, or `freeDiskSpace`).
+    /// Varint field 3: `entryId`, or GetBookieInfoResponse's `freeDiskSpace`.
     field3_varint: Option<i64>,
-    /// Varint field 2 of GetBookieInfoResponse (`totalDiskCapacity`) is `ledger_id`.
-    /// Length-delimited fields 3 and 4.
+    /// Length-delimited field 3: `lacBody` or `availabilityOfEntriesOfLedger`.
     field3_bytes: Option<Bytes>,
+    /// Length-delimited field 4: `body` or `lastEntryBody`.
     field4_bytes: Option<Bytes>,
-    /// Varint fields 5 and 6 of ReadResponse.
+    /// Varint field 5: ReadResponse `maxLAC`.
     field5_varint: Option<i64>,
+    /// Varint field 6: ReadResponse `lacUpdateTimestamp`.
     field6_varint: Option<i64>,
 }
 
