@@ -1046,6 +1046,57 @@ fn failed_fsync_stops_the_journal_and_acknowledged_records_survive() {
     m.assert_recovered(&replay, acked, j.next_lsn());
 }
 
+/// A failed write (EIO at a low rate, other operations in flight, syncs succeeding): from
+/// the moment the journal reports itself stopped, the durable LSN never moves, even when a
+/// sync that was in flight completes successfully; after a crash every acknowledged record is
+/// recovered.
+#[test]
+fn failed_write_freezes_the_durable_lsn_even_with_a_sync_in_flight() {
+    let mut stops = 0;
+    for seed in 0..24 {
+        let disk = sim(100 + seed);
+        let cfg = config();
+        let (mut j, _) = open(&disk, &cfg, 0);
+        let mut m = Model::default();
+        m.append_flushed(&mut j, &disk, &[100; 5]);
+        disk.set_faults(FaultConfig::none().with_write_eio(0.05));
+        let mut rng = SimRng::new(seed);
+        let mut frozen: Option<u64> = None;
+        for step in 0..3_000 {
+            let lsn = j.next_lsn().0;
+            let p = payload(lsn, rng.below(3000) as usize);
+            if let Ok(got) = j.append(&p, disk.now_us()) {
+                m.records.insert(got.0, p);
+            }
+            let _ = j.tick(disk.now_us(), rng.chance(0.5));
+            if rng.chance(0.5) {
+                let _ = j.wait(Some(rng.range(10, 300)));
+            }
+            match (frozen, j.stopped()) {
+                (None, Some(_)) => frozen = Some(j.durable_lsn().0),
+                (Some(d), _) => assert_eq!(j.durable_lsn().0, d, "seed {seed}: moved after stop"),
+                (None, None) => {}
+            }
+            if frozen.is_some() && step > 0 && j.storage().in_flight() == 0 {
+                break;
+            }
+        }
+        let Some(acked) = frozen else { continue };
+        stops += 1;
+        disk.set_faults(FaultConfig::none());
+        // Drain whatever was in flight at the stop: completions arrive, nothing is acknowledged.
+        for _ in 0..20 {
+            let _ = j.wait(Some(1_000));
+            assert_eq!(j.durable_lsn().0, acked, "seed {seed}: moved after stop");
+        }
+        drop(j);
+        disk.crash();
+        let (j, replay) = open(&disk, &cfg, 0);
+        m.assert_recovered(&replay, acked, j.next_lsn());
+    }
+    assert!(stops >= 20, "only {stops} of 24 runs hit a write failure");
+}
+
 /// ENOSPC on every write: the journal stops with `Stopped(ENOSPC)` (never panics), nothing
 /// more becomes durable, acknowledged records survive a crash; and a journal that cannot even
 /// prepare its first segment fails to open with an I/O error naming ENOSPC.
