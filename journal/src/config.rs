@@ -109,14 +109,20 @@ impl JournalConfig {
         if self.max_groups_in_flight == 0 {
             return Err("max_groups_in_flight must be at least 1".into());
         }
-        if self.zero_fill_chunk_bytes == 0 || !self.zero_fill_chunk_bytes.is_multiple_of(storage::ALIGN) {
+        if self.zero_fill_chunk_bytes == 0
+            || !self.zero_fill_chunk_bytes.is_multiple_of(storage::ALIGN)
+        {
             return Err(format!(
                 "zero_fill_chunk_bytes {} must be a positive multiple of {align}",
                 self.zero_fill_chunk_bytes
             ));
         }
-        if self.max_record_bytes > u32::MAX as usize / 2 {
-            return Err("max_record_bytes is too large".into());
+        if self.max_record_bytes > crate::format::MAX_RECORD_PAYLOAD {
+            return Err(format!(
+                "max_record_bytes {} exceeds the format's limit {}",
+                self.max_record_bytes,
+                crate::format::MAX_RECORD_PAYLOAD
+            ));
         }
         Ok(())
     }

@@ -25,8 +25,17 @@ pub const RECORD_HEADER_BYTES: usize = 32;
 /// Records start at multiples of this within a group.
 pub const RECORD_ALIGN: usize = 8;
 
+/// Largest data payload the format allows (and recovery reads); `max_record_bytes` may only
+/// be set below it.
+pub const MAX_RECORD_PAYLOAD: usize = 64 << 20;
+
 /// Largest payload of a padding record: padding never spans more than two blocks.
 pub const MAX_PADDING_PAYLOAD: usize = 2 * ALIGN;
+
+/// Flag of a `SegmentEnd` record (byte 7): written by recovery to cut a torn tail, at the
+/// first 4 KiB boundary at or after the break. It may move the LSN sequence forward (to a
+/// checkpoint mark beyond the log's end); a rotation's end record (flags 0) may not.
+pub const FLAG_RECOVERY_SEAL: u8 = 1;
 
 /// Kind of a record (byte 6 of its header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,6 +200,21 @@ pub fn encode_padding(out: &mut [u8], total: usize, next: Lsn, header: &SegmentH
     out[0..4].copy_from_slice(&crc.to_le_bytes());
 }
 
+/// Encodes a `SegmentEnd` record with `flags` (0 or [`FLAG_RECOVERY_SEAL`]); returns its size.
+pub fn encode_segment_end(
+    out: &mut [u8],
+    next: Lsn,
+    header: &SegmentHeader,
+    seed: u32,
+    flags: u8,
+) -> usize {
+    let n = encode_record(out, RecordKind::SegmentEnd, next, header, seed, &[]);
+    out[7] = flags;
+    let crc = record_crc(seed, &out[4..RECORD_HEADER_BYTES], &[]);
+    out[0..4].copy_from_slice(&crc.to_le_bytes());
+    n
+}
+
 fn record_crc(seed: u32, header_tail: &[u8], payload: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c_append(seed, header_tail), payload)
 }
@@ -199,6 +223,8 @@ fn record_crc(seed: u32, header_tail: &[u8], payload: &[u8]) -> u32 {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Record<'a> {
     pub kind: RecordKind,
+    /// Byte 7: zero except [`FLAG_RECOVERY_SEAL`] on a `SegmentEnd`.
+    pub flags: u8,
     pub lsn: Lsn,
     pub payload: &'a [u8],
     /// Bytes the record occupies, padding to 8 included.
@@ -241,7 +267,11 @@ pub fn decode_record<'a>(
         RecordKind::Padding => MAX_PADDING_PAYLOAD,
         RecordKind::SegmentEnd => 0,
     };
-    if version != RECORD_VERSION || h[7] != 0 || reserved != 0 || len > limit {
+    let flags_allowed = match kind {
+        RecordKind::SegmentEnd => FLAG_RECOVERY_SEAL,
+        _ => 0,
+    };
+    if version != RECORD_VERSION || h[7] & !flags_allowed != 0 || reserved != 0 || len > limit {
         return Err(RecordFault::BadHeader);
     }
     let segment = u64::from_le_bytes(h[24..32].try_into().expect("8 bytes"));
@@ -259,6 +289,7 @@ pub fn decode_record<'a>(
     }
     Ok(Record {
         kind,
+        flags: h[7],
         lsn: Lsn(u64::from_le_bytes(h[16..24].try_into().expect("8 bytes"))),
         payload,
         total,

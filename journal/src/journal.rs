@@ -19,8 +19,9 @@ use storage::{AlignedBuf, Completion, FileId, IoError, Op, Storage, Wait, ALIGN}
 use crate::config::JournalConfig;
 use crate::error::{AppendError, JournalError};
 use crate::format::{
-    encode_padding, encode_record, free_file_name, padded_end, record_bytes, segment_file_name,
-    Lsn, RecordKind, SegmentHeader, SegmentId, SEGMENT_HEADER_BYTES,
+    encode_padding, encode_record, encode_segment_end, free_file_name, padded_end, record_bytes,
+    segment_file_name, Lsn, RecordKind, SegmentHeader, SegmentId, FLAG_RECOVERY_SEAL,
+    SEGMENT_HEADER_BYTES,
 };
 use crate::io;
 use crate::policy::{decide, Decision, FlushReason, OpenGroup, Triggers};
@@ -156,7 +157,7 @@ impl<S: Storage> Journal<S> {
             };
             let file = storage.open(&name, false).map_err(io)?;
             let mut block = AlignedBuf::new(ALIGN);
-            encode_seal(&mut block, seal.next_lsn, &seal.header);
+            encode_seal(&mut block, seal.next_lsn, &seal.header, FLAG_RECOVERY_SEAL);
             let result = io::write_all(&mut storage, file, seal.offset, block)
                 .and_then(|_| io::sync_data(&mut storage, file));
             storage.close(file);
@@ -502,7 +503,7 @@ impl<S: Storage> Journal<S> {
         }
         let old = self.active.take().expect("active segment");
         let mut block = self.seal_buf.take().expect("seal buffer");
-        encode_seal(&mut block, self.next_lsn, &old.header);
+        encode_seal(&mut block, self.next_lsn, &old.header, 0);
         let seq = self.next_group_seq;
         self.next_group_seq += 1;
         self.queue.push_back(Group {
@@ -829,11 +830,12 @@ impl<S: Storage> Journal<S> {
     }
 }
 
-/// Fills a 4 KiB block with a `SegmentEnd` record and padding.
-fn encode_seal(block: &mut AlignedBuf, next_lsn: Lsn, header: &SegmentHeader) {
+/// Fills a 4 KiB block with a `SegmentEnd` record (`flags`: 0 for a rotation,
+/// `FLAG_RECOVERY_SEAL` for a recovery's cut) and padding.
+fn encode_seal(block: &mut AlignedBuf, next_lsn: Lsn, header: &SegmentHeader, flags: u8) {
     let seed = header.crc_seed();
     let bytes = block.as_mut_capacity();
-    let n = encode_record(bytes, RecordKind::SegmentEnd, next_lsn, header, seed, &[]);
+    let n = encode_segment_end(bytes, next_lsn, header, seed, flags);
     encode_padding(&mut bytes[n..ALIGN], ALIGN - n, next_lsn, header, seed);
     block.set_len(ALIGN);
 }

@@ -21,7 +21,7 @@ use crate::config::{JournalConfig, RecoveryMode};
 use crate::error::{CorruptionKind, JournalError};
 use crate::format::{
     decode_record, parse_file_name, segment_file_name, Lsn, RecordFault, RecordKind, SegmentHeader,
-    SegmentId, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES,
+    SegmentId, FLAG_RECOVERY_SEAL, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES,
 };
 use crate::io::FileReader;
 
@@ -119,7 +119,9 @@ pub(crate) fn recover<S: Storage>(
     let mut expected: Option<Lsn> = None;
     let mut max_generation = 0u64;
     let window = config.in_flight_window_bytes();
-    let max_payload = config.max_record_bytes;
+    // Read with the format's limit, not the configured one: lowering `max_record_bytes` across
+    // a restart must not turn valid records into "corruption".
+    let max_payload = crate::format::MAX_RECORD_PAYLOAD;
 
     let mut i = 0;
     while i < live_ids.len() {
@@ -130,19 +132,18 @@ pub(crate) fn recover<S: Storage>(
         let header = read_header(storage, &mut reader, id).map_err(io_err("read", &name))?;
         report.segments_scanned += 1;
         let Some(header) = header else {
+            // Segments are renamed into the log only after their header is durable, so an
+            // unreadable header on a `*.jrnl` is media damage or a format this binary does not
+            // know: never recycle it silently, it may hold acknowledged records.
             storage.close(file);
-            if later_has_log(storage, &live_ids[i + 1..], max_payload)? {
-                tolerate_or_fail(
-                    config,
-                    &name,
-                    0,
-                    CorruptionKind::BadSegmentHeader,
-                    &mut report,
-                )?;
-                corrupt.extend(live_ids[i..].iter().map(|id| segment_file_name(*id)));
-            } else {
-                free.extend(live_ids[i..].iter().map(|id| segment_file_name(*id)));
-            }
+            tolerate_or_fail(
+                config,
+                &name,
+                0,
+                CorruptionKind::BadSegmentHeader,
+                &mut report,
+            )?;
+            corrupt.extend(live_ids[i..].iter().map(|id| segment_file_name(*id)));
             break;
         };
         max_generation = max_generation.max(header.generation);
@@ -154,11 +155,20 @@ pub(crate) fn recover<S: Storage>(
         let end = loop {
             let rec = read_record(storage, &mut reader, pos, &header, seed, max_payload)
                 .map_err(io_err("read", &name))?;
-            let (kind, lsn, payload_total) = match rec {
-                Ok((kind, lsn, total)) => (kind, lsn, total),
+            let (kind, flags, lsn, payload_total) = match rec {
+                Ok(r) => r,
                 Err(fault) => break ScanEnd::Break { at: pos, fault },
             };
-            if expected.is_some_and(|e| e != lsn) {
+            // Records continue the sequence exactly; only a recovery's end record may move it
+            // forward (to a checkpoint mark beyond the log's last record).
+            let in_sequence = match expected {
+                None => true,
+                Some(e) if kind == RecordKind::SegmentEnd && flags == FLAG_RECOVERY_SEAL => {
+                    lsn >= e
+                }
+                Some(e) => lsn == e,
+            };
+            if !in_sequence {
                 break ScanEnd::SequenceJump { at: pos };
             }
             match kind {
@@ -211,11 +221,11 @@ pub(crate) fn recover<S: Storage>(
                 // An earlier recovery may already have sealed the segment at the next boundary.
                 let boundary = align_up(at as usize) as u64;
                 if boundary != at {
-                    if let Ok((RecordKind::SegmentEnd, lsn, _)) =
+                    if let Ok((RecordKind::SegmentEnd, FLAG_RECOVERY_SEAL, lsn, _)) =
                         read_record(storage, &mut reader, boundary, &header, seed, max_payload)
                             .map_err(io_err("read", &name))?
                     {
-                        if expected.is_none_or(|e| e == lsn) {
+                        if expected.is_none_or(|e| lsn >= e) {
                             expected = Some(lsn);
                             storage.close(file);
                             live.push(LiveSegment { id, last_lsn });
@@ -270,6 +280,17 @@ pub(crate) fn recover<S: Storage>(
         }
     }
     let next_lsn = expected.unwrap_or(Lsn(1)).max(replay_from).max(Lsn(1));
+    if next_lsn > expected.unwrap_or(Lsn(1)) {
+        log::warn!(
+            "journal: the checkpoint mark {} lies beyond the journal's end {}; continuing at the mark",
+            replay_from.0,
+            expected.unwrap_or(Lsn(1)).0
+        );
+    }
+    // The seal carries the LSN the next segment starts at.
+    if let Some(seal) = seal.as_mut() {
+        seal.next_lsn = next_lsn;
+    }
     Ok(Recovered {
         live,
         seal,
@@ -332,7 +353,7 @@ fn read_record<S: Storage>(
     header: &SegmentHeader,
     seed: u32,
     max_payload: usize,
-) -> Result<Result<(RecordKind, Lsn, usize), RecordFault>, IoError> {
+) -> Result<Result<(RecordKind, u8, Lsn, usize), RecordFault>, IoError> {
     let head = reader.bytes(storage, pos, RECORD_HEADER_BYTES)?;
     if head.len() < RECORD_HEADER_BYTES {
         return Ok(Err(RecordFault::Truncated));
@@ -342,7 +363,7 @@ fn read_record<S: Storage>(
         return Ok(Err(RecordFault::BadHeader));
     }
     let bytes = reader.bytes(storage, pos, RECORD_HEADER_BYTES + len)?;
-    Ok(decode_record(bytes, header, seed, max_payload).map(|r| (r.kind, r.lsn, r.total)))
+    Ok(decode_record(bytes, header, seed, max_payload).map(|r| (r.kind, r.flags, r.lsn, r.total)))
 }
 
 /// Whether any of `ids` holds part of the log: a valid header and a valid first record.
