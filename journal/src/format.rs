@@ -153,8 +153,7 @@ pub const fn record_bytes(payload_len: usize) -> usize {
     (RECORD_HEADER_BYTES + payload_len + RECORD_ALIGN - 1) & !(RECORD_ALIGN - 1)
 }
 
-/// Encodes a record at `out[0..record_bytes(payload.len())]`. `out` must be zeroed beyond the
-/// payload up to the record's 8-byte boundary (group buffers are cleared when recycled).
+/// Encodes a record at `out[0..record_bytes(payload.len())]`.
 pub fn encode_record(
     out: &mut [u8],
     kind: RecordKind,
@@ -163,18 +162,40 @@ pub fn encode_record(
     seed: u32,
     payload: &[u8],
 ) -> usize {
-    let total = record_bytes(payload.len());
+    encode_record_parts(out, kind, lsn, header, seed, &[payload])
+}
+
+/// Encodes a record whose payload is the concatenation of `parts` (a caller's own header and
+/// an entry body, say), without gathering them first.
+pub fn encode_record_parts(
+    out: &mut [u8],
+    kind: RecordKind,
+    lsn: Lsn,
+    header: &SegmentHeader,
+    seed: u32,
+    parts: &[&[u8]],
+) -> usize {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let total = record_bytes(len);
     let h = &mut out[..RECORD_HEADER_BYTES];
     h[4..6].copy_from_slice(&RECORD_VERSION.to_le_bytes());
     h[6] = kind as u8;
     h[7] = 0;
-    h[8..12].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    h[8..12].copy_from_slice(&(len as u32).to_le_bytes());
     h[12..16].fill(0);
     h[16..24].copy_from_slice(&lsn.0.to_le_bytes());
     h[24..32].copy_from_slice(&header.id.0.to_le_bytes());
-    out[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + payload.len()].copy_from_slice(payload);
-    out[RECORD_HEADER_BYTES + payload.len()..total].fill(0);
-    let crc = record_crc(seed, &out[4..RECORD_HEADER_BYTES], payload);
+    let mut at = RECORD_HEADER_BYTES;
+    for part in parts {
+        out[at..at + part.len()].copy_from_slice(part);
+        at += part.len();
+    }
+    out[at..total].fill(0);
+    let crc = record_crc(
+        seed,
+        &out[4..RECORD_HEADER_BYTES],
+        &out[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + len],
+    );
     out[0..4].copy_from_slice(&crc.to_le_bytes());
     total
 }

@@ -19,8 +19,8 @@ use storage::{AlignedBuf, Completion, FileId, IoError, Op, Storage, Wait, ALIGN}
 use crate::config::JournalConfig;
 use crate::error::{AppendError, JournalError};
 use crate::format::{
-    encode_padding, encode_record, encode_segment_end, free_file_name, padded_end, record_bytes,
-    segment_file_name, Lsn, RecordKind, SegmentHeader, SegmentId, FLAG_RECOVERY_SEAL,
+    encode_padding, encode_record_parts, encode_segment_end, free_file_name, padded_end,
+    record_bytes, segment_file_name, Lsn, RecordKind, SegmentHeader, SegmentId, FLAG_RECOVERY_SEAL,
     SEGMENT_HEADER_BYTES,
 };
 use crate::io;
@@ -231,16 +231,22 @@ impl<S: Storage> Journal<S> {
     /// Appends one record and returns its LSN. The record is durable once
     /// [`Journal::durable_lsn`] reaches that LSN.
     pub fn append(&mut self, payload: &[u8], now_us: u64) -> Result<Lsn, AppendError> {
+        self.append_parts(&[payload], now_us)
+    }
+
+    /// Appends one record whose payload is the concatenation of `parts`.
+    pub fn append_parts(&mut self, parts: &[&[u8]], now_us: u64) -> Result<Lsn, AppendError> {
         if let Some(e) = self.stopped {
             return Err(AppendError::Stopped(e));
         }
-        if payload.len() > self.config.max_record_bytes {
+        let payload_len: usize = parts.iter().map(|p| p.len()).sum();
+        if payload_len > self.config.max_record_bytes {
             return Err(AppendError::TooLarge {
-                len: payload.len(),
+                len: payload_len,
                 max: self.config.max_record_bytes,
             });
         }
-        let rec = record_bytes(payload.len());
+        let rec = record_bytes(payload_len);
         let segment_limit = self.config.segment_size_bytes - ALIGN as u64;
         loop {
             if self.open.is_none() {
@@ -251,13 +257,13 @@ impl<S: Storage> Journal<S> {
             let buf = g.buf.as_mut().expect("open group buffer");
             if end <= buf.capacity() && g.offset + end as u64 <= segment_limit {
                 let lsn = self.next_lsn;
-                encode_record(
+                encode_record_parts(
                     &mut buf.as_mut_capacity()[g.fill..],
                     RecordKind::Data,
                     lsn,
                     &g.header,
                     g.seed,
-                    payload,
+                    parts,
                 );
                 g.fill += rec;
                 g.records += 1;

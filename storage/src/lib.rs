@@ -215,8 +215,19 @@ pub fn open_dir(
     ring_entries: u32,
     force_psync: bool,
 ) -> Result<RealStorage, IoError> {
+    open_dir_with(dir, ring_entries, force_psync, uring::UringWake::Enter)
+}
+
+/// As [`open_dir`], choosing how an io_uring driver signals completions
+/// ([`uring::UringWake`]). The psync fallback completes every operation inside `submit`.
+pub fn open_dir_with(
+    dir: &std::path::Path,
+    ring_entries: u32,
+    force_psync: bool,
+    wake: uring::UringWake,
+) -> Result<RealStorage, IoError> {
     if !force_psync {
-        match uring::UringStorage::open_dir(dir, ring_entries) {
+        match uring::UringStorage::open_dir_with(dir, ring_entries, wake) {
             Ok(s) => return Ok(RealStorage::Uring(s)),
             Err(err) => log::warn!(
                 "io_uring is unavailable ({err}); FALLING BACK to pread/pwrite for {}: \
@@ -227,6 +238,17 @@ pub fn open_dir(
         }
     }
     Ok(RealStorage::Psync(psync::PsyncStorage::open_dir(dir)?))
+}
+
+impl RealStorage {
+    /// The eventfd an io_uring driver in [`uring::UringWake::EventFd`] mode signals; `None`
+    /// for psync (whose operations complete inside `submit`).
+    pub fn eventfd(&self) -> Option<std::os::fd::RawFd> {
+        match self {
+            RealStorage::Uring(s) => s.eventfd(),
+            RealStorage::Psync(_) => None,
+        }
+    }
 }
 
 macro_rules! delegate {

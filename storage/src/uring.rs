@@ -31,6 +31,7 @@ use crate::{
     check_aligned, AlignedBuf, Completion, DriverKind, FileId, IoError, Op, Storage, Wait,
 };
 use io_uring::{opcode, types, IoUring, Probe};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
 /// An SQE ready to push, the buffer it points into, and whether it is a read.
@@ -53,6 +54,18 @@ pub struct UringStorage {
     dir: Dir,
     slots: Vec<Slot>,
     free: Vec<u32>,
+    /// Signalled on completions in [`UringWake::EventFd`] mode.
+    eventfd: Option<OwnedFd>,
+}
+
+/// How the owner of a ring learns that operations completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UringWake {
+    /// By entering the kernel (`poll` with a wait): the fastest mode, for a thread whose only
+    /// wait point is the ring (the journal benchmark, flush and reader threads).
+    Enter,
+    /// Through an eventfd an event loop can wait on (a shard serving sockets with epoll).
+    EventFd,
 }
 
 /// Explains why io_uring setup failed, for the log and for humans.
@@ -87,18 +100,33 @@ impl UringStorage {
     /// entries (rounded up to a power of two by the kernel). When io_uring is unavailable the
     /// reason is logged with a hint and its errno returned; [`crate::open_dir`] then falls back.
     pub fn open_dir(dir: &Path, ring_entries: u32) -> Result<UringStorage, IoError> {
+        Self::open_dir_with(dir, ring_entries, UringWake::Enter)
+    }
+
+    /// As [`UringStorage::open_dir`], choosing how the owner learns of completions.
+    pub fn open_dir_with(
+        dir: &Path,
+        ring_entries: u32,
+        wake: UringWake,
+    ) -> Result<UringStorage, IoError> {
         let entries = ring_entries.clamp(1, 32768);
-        // DEFER_TASKRUN + SINGLE_ISSUER: completions are posted only when this thread enters
-        // the kernel, with no task-work interruptions and no cross-thread wake-up; measured
-        // 1.3x the records/s of a plain ring with the journal benchmark (ARCHITECTURE.md).
-        // It needs Linux 6.1 and binds the ring to the thread that first submits: a storage
-        // must be used by the thread that opened it. Older kernels get a plain ring.
-        let ring = IoUring::builder()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .build(entries)
-            .or_else(|_| IoUring::new(entries))
-            .map_err(|e| {
+        let built = match wake {
+            // DEFER_TASKRUN + SINGLE_ISSUER: completions are posted only when this thread
+            // enters the kernel, with no task-work interruptions and no cross-thread wake-up;
+            // measured 1.3x the records/s of a plain ring with the journal benchmark
+            // (ARCHITECTURE.md). It needs Linux 6.1 and binds the ring to the thread that first
+            // submits: a storage must be used by the thread that opened it. Older kernels get
+            // a plain ring.
+            UringWake::Enter => IoUring::builder()
+                .setup_single_issuer()
+                .setup_defer_taskrun()
+                .build(entries)
+                .or_else(|_| IoUring::new(entries)),
+            // Completions must signal an eventfd that an event loop (epoll) waits on, so they
+            // must be posted without this thread entering the kernel: a plain ring.
+            UringWake::EventFd => IoUring::new(entries),
+        };
+        let ring = built.map_err(|e| {
                 let err = IoError::from_io(&e);
                 log::error!(
                     "io_uring setup failed for {}: {err}: {}",
@@ -144,12 +172,35 @@ impl UringStorage {
             })
             .collect();
         let free = (0..n as u32).rev().collect();
+        let eventfd = match wake {
+            UringWake::Enter => None,
+            UringWake::EventFd => {
+                // SAFETY: plain syscall; the result is checked and owned below.
+                let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+                if fd < 0 {
+                    return Err(IoError::from_io(&std::io::Error::last_os_error()));
+                }
+                // SAFETY: `fd` is a fresh descriptor we own.
+                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                ring.submitter()
+                    .register_eventfd(fd.as_raw_fd())
+                    .map_err(|e| IoError::from_io(&e))?;
+                Some(fd)
+            }
+        };
         Ok(UringStorage {
             ring: Box::new(ring),
             dir,
             slots,
             free,
+            eventfd,
         })
+    }
+
+    /// The eventfd signalled on every completion ([`UringWake::EventFd`] only). Its counter
+    /// must be read (drained) by the owner before waiting on it again.
+    pub fn eventfd(&self) -> Option<RawFd> {
+        self.eventfd.as_ref().map(|fd| fd.as_raw_fd())
     }
 
     /// The directory this storage works in.
