@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use journal::format::{
-    decode_record, encode_record, segment_file_name, RecordKind, SegmentHeader, SegmentId,
+    decode_record, encode_record, free_file_name, segment_file_name, RecordKind, SegmentHeader,
+    SegmentId,
 };
 use journal::{
     AppendError, CorruptionKind, Journal, JournalConfig, JournalError, Lsn, RecoveryMode,
@@ -350,29 +351,67 @@ fn header_only_segment_is_an_empty_log() {
     assert!(j.recovery_report().tolerated_corruption.is_none());
 }
 
-/// All junk (a lone segment file of random bytes, no valid header): treated as an unused
-/// file, not an error: the log is empty, the file is recycled, and records appended after it
-/// recover byte for byte (its junk never parses).
+/// All junk (a lone `*.jrnl` file of random bytes, no valid header): segments are renamed into
+/// the log only after their header is durable, so this is media damage, not a crash artefact
+/// (docs/format/journal.md §5, since 3fec900): Strict mode refuses with `BadSegmentHeader` at
+/// offset 0; TolerateCorruption opens an empty log, sets the file aside as `*.jrnl.corrupt`,
+/// and records appended afterwards recover byte for byte.
 #[test]
-fn all_junk_segment_alone_is_unused() {
+fn all_junk_segment_alone_is_corruption() {
     let disk = sim(3);
     overwrite(&disk, &seg(1), 0, &random_bytes(3, 64 << 10));
+    let cfg = config();
+    match try_open(disk.storage(DIR), &cfg, 0) {
+        Err(JournalError::Corruption { file, offset, kind }) => assert_eq!(
+            (file, offset, kind),
+            (seg(1), 0, CorruptionKind::BadSegmentHeader)
+        ),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("strict mode opened over a segment with an unreadable header"),
+    }
+    let tolerant = JournalConfig {
+        recovery_mode: RecoveryMode::TolerateCorruption,
+        ..cfg.clone()
+    };
+    let (mut j, replay) = open(&disk, &tolerant, 0);
+    assert!(replay.is_empty());
+    assert_eq!(j.next_lsn(), Lsn(1));
+    assert_eq!(j.recovery_report().tolerated_corruption, Some((seg(1), 0)));
+    let names = disk.durable_names(DIR);
+    assert!(
+        names.contains(&format!("{}.corrupt", seg(1))),
+        "junk set aside: {names:?}"
+    );
+    let mut m = Model::default();
+    m.append_flushed(&mut j, &disk, &[10, 200, 3000, 0, 77]);
+    let (j, replay) = crash_and_open(&disk, j, &cfg, 0);
+    m.assert_replay(&replay, 1..=5);
+    assert_eq!(j.next_lsn(), Lsn(6));
+}
+
+/// All junk in a `*.free` file (a preparation interrupted before its header was durable):
+/// treated as unused, no error: the log is empty, the file is recycled as the first segment,
+/// and records appended after it recover byte for byte (its junk never parses).
+#[test]
+fn all_junk_free_file_is_unused() {
+    let disk = sim(23);
+    overwrite(
+        &disk,
+        &free_file_name(SegmentId(1)),
+        0,
+        &random_bytes(23, 64 << 10),
+    );
     let cfg = config();
     let (mut j, replay) = open(&disk, &cfg, 0);
     assert!(replay.is_empty());
     assert_eq!(j.next_lsn(), Lsn(1));
-    assert!(j.recovery_report().torn_tail.is_none());
     assert!(j.recovery_report().tolerated_corruption.is_none());
+    assert_eq!(j.stats().segments_recycled, 1, "the junk file was recycled");
     let names = disk.durable_names(DIR);
     assert!(
-        !names.contains(&seg(1)),
-        "junk is no longer a segment: {names:?}"
+        !names.contains(&free_file_name(SegmentId(1))),
+        "junk file reused: {names:?}"
     );
-    assert!(
-        names.contains(&seg(2)),
-        "junk file recycled as segment 2: {names:?}"
-    );
-
     let mut m = Model::default();
     m.append_flushed(&mut j, &disk, &[10, 200, 3000, 0, 77]);
     let (j, replay) = crash_and_open(&disk, j, &cfg, 0);
