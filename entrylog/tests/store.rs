@@ -1,0 +1,433 @@
+//! Functional tests of the ledger store on the simulated disk (no faults, no crashes) and on a
+//! real disk with io_uring: flush and read back, duplicates, rotation, reopen, index merges
+//! against a BTreeMap model, deletion, and the sparse-index memory bound.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use entrylog::{FlushBatch, LedgerMeta, LedgerStore, LedgerStoreConfig, Reader, StoreError};
+use storage::sim::{SimConfig, SimDisk, SimRng};
+use storage::Storage;
+
+fn small_config() -> LedgerStoreConfig {
+    LedgerStoreConfig {
+        entry_log_size_bytes: 64 << 10,
+        write_chunk_bytes: 16 << 10,
+        max_writes_in_flight: 2,
+        index_block_cache_bytes: 64 << 10,
+        max_index_runs: 3,
+    }
+}
+
+fn body(ledger: u64, entry: u64, version: u64, len: usize) -> Bytes {
+    let mut b = vec![0u8; len.max(24)];
+    b[0..8].copy_from_slice(&ledger.to_be_bytes());
+    b[8..16].copy_from_slice(&entry.to_be_bytes());
+    b[16..24].copy_from_slice(&version.to_be_bytes());
+    for (i, x) in b[24..].iter_mut().enumerate() {
+        *x = (i as u64 ^ ledger ^ entry ^ version) as u8;
+    }
+    Bytes::from(b)
+}
+
+fn meta(ledger: u64) -> LedgerMeta {
+    LedgerMeta {
+        ledger,
+        master_key: Bytes::from(format!("key-{ledger}")),
+        ..LedgerMeta::default()
+    }
+}
+
+/// Checks every key of `model` reads back through `reader`, and per-ledger queries agree.
+fn check_model<S: Storage>(
+    store: &LedgerStore<impl Storage>,
+    reader: &mut Reader<S>,
+    model: &BTreeMap<(u64, u64), Bytes>,
+) {
+    let view = store.snapshot();
+    for ((l, e), b) in model {
+        let got = reader.read(&view, *l, *e).unwrap();
+        assert_eq!(got.as_ref(), Some(b), "entry {l}:{e}");
+    }
+    let mut per_ledger: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for (l, e) in model.keys() {
+        per_ledger.entry(*l).or_default().push(*e);
+    }
+    for (l, ids) in &per_ledger {
+        assert_eq!(reader.entries_of(&view, *l).unwrap(), *ids, "ledger {l}");
+        assert_eq!(
+            reader.last_entry(&view, *l).unwrap(),
+            ids.last().copied(),
+            "ledger {l}"
+        );
+    }
+    assert_eq!(reader.read(&view, 999_999, 0).unwrap(), None);
+    assert_eq!(reader.last_entry(&view, 999_999).unwrap(), None);
+}
+
+/// A flush is readable at once and after reopening; later duplicates win, within a batch and
+/// across batches; the mark and metadata come back.
+#[test]
+fn flush_read_reopen_duplicates() {
+    let disk = SimDisk::new(SimConfig::new(1));
+    let config = small_config();
+    let (mut store, rec) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    assert_eq!(rec.journal_mark, 0);
+    assert!(rec.ledgers.is_empty());
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    let mut model = BTreeMap::new();
+    let mut batch = FlushBatch {
+        journal_mark: 10,
+        ledgers: vec![meta(1), meta(2)],
+        ..FlushBatch::default()
+    };
+    for e in (0..50).rev() {
+        batch.entries.push((1, e, body(1, e, 0, 100 + e as usize)));
+        batch.entries.push((2, e, body(2, e, 0, 7)));
+    }
+    // In-batch duplicate: the later one wins.
+    batch.entries.push((1, 3, body(1, 3, 1, 33)));
+    for (l, e, b) in &batch.entries {
+        model.insert((*l, *e), b.clone());
+    }
+    let stats = store.flush(&batch).unwrap();
+    assert_eq!(stats.entries, 100);
+    check_model(&store, &mut reader, &model);
+    // Cross-batch duplicate.
+    let batch2 = FlushBatch {
+        entries: vec![(2, 5, body(2, 5, 2, 5000)), (3, 0, body(3, 0, 0, 1))],
+        ledgers: vec![LedgerMeta {
+            fenced: true,
+            lac: Some(4),
+            explicit_lac: Some(Bytes::from_static(b"x")),
+            ..meta(2)
+        }],
+        journal_mark: 20,
+    };
+    for (l, e, b) in &batch2.entries {
+        model.insert((*l, *e), b.clone());
+    }
+    store.flush(&batch2).unwrap();
+    check_model(&store, &mut reader, &model);
+    drop(reader);
+    drop(store);
+    let (store, rec) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    assert_eq!(rec.journal_mark, 20);
+    let by_id: BTreeMap<u64, LedgerMeta> = rec.ledgers.into_iter().map(|m| (m.ledger, m)).collect();
+    assert_eq!(by_id.len(), 3);
+    assert!(by_id[&2].fenced);
+    assert_eq!(by_id[&2].lac, Some(4));
+    assert_eq!(by_id[&2].last_entry, Some(49));
+    assert_eq!(by_id[&1].last_entry, Some(49));
+    assert_eq!(by_id[&1].master_key, Bytes::from_static(b"key-1"));
+    // Ledger 3 had entries but no metadata: a default one is made.
+    assert_eq!(by_id[&3].last_entry, Some(0));
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    check_model(&store, &mut reader, &model);
+}
+
+/// Many flushes with random keys, rotations and merges: lookups always equal a BTreeMap
+/// model, the run count stays bounded, and a scan of the segments (the rebuild source) gives
+/// the same map as the index.
+#[test]
+fn index_matches_model_across_runs_and_merges() {
+    let disk = SimDisk::new(SimConfig::new(2).with_latency_us(1, 20));
+    let config = small_config();
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    let mut rng = SimRng::new(7);
+    let mut model = BTreeMap::new();
+    let mut merges = 0;
+    for round in 0..30u64 {
+        let mut batch = FlushBatch {
+            journal_mark: round + 1,
+            ..FlushBatch::default()
+        };
+        for _ in 0..rng.range(1, 120) {
+            let l = rng.range(1, 12);
+            let e = rng.below(300);
+            let b = body(l, e, round, rng.range(0, 900) as usize);
+            batch.entries.push((l, e, b.clone()));
+            model.insert((l, e), b);
+        }
+        let stats = store.flush(&batch).unwrap();
+        merges += stats.merges;
+        assert_eq!(stats.merge_failures, 0, "{stats:?}");
+        assert!(store.snapshot().runs().len() <= config.max_index_runs);
+        check_model(&store, &mut reader, &model);
+    }
+    assert!(merges > 0, "no merge happened");
+    assert!(
+        store.snapshot().segments().len() > 3,
+        "no rotation happened"
+    );
+    // Rebuild from the entry log: newest (scan order) wins, equals the index.
+    let mut rebuilt: BTreeMap<(u64, u64), entrylog::Location> = BTreeMap::new();
+    store
+        .scan_all(|s| {
+            rebuilt.insert((s.ledger, s.entry), s.location);
+        })
+        .unwrap();
+    let view = store.snapshot();
+    assert_eq!(rebuilt.len(), model.len());
+    for (k, loc) in &rebuilt {
+        assert_eq!(reader.locate(&view, k.0, k.1).unwrap(), Some(*loc), "{k:?}");
+    }
+    // Merged-away run files are removed once no view holds them.
+    drop(view);
+    store.collect_garbage();
+    let runs = disk
+        .volatile_names("l")
+        .iter()
+        .filter(|n| n.ends_with(".idx"))
+        .count();
+    assert_eq!(runs, store.snapshot().runs().len());
+}
+
+/// A deleted ledger's entries disappear from reads at once and from the index at merges; its
+/// tombstone survives a reopen; other ledgers are untouched.
+#[test]
+fn delete_ledger_drops_entries() {
+    let disk = SimDisk::new(SimConfig::new(3));
+    let config = small_config();
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    for round in 0..3u64 {
+        let entries = (0..20)
+            .flat_map(|e| {
+                [
+                    (5, e + round * 20, body(5, e, round, 64)),
+                    (6, e + round * 20, body(6, e, round, 64)),
+                ]
+            })
+            .collect();
+        store
+            .flush(&FlushBatch {
+                entries,
+                ledgers: vec![meta(5), meta(6)],
+                journal_mark: round + 1,
+            })
+            .unwrap();
+    }
+    let before = store.snapshot().index_records();
+    store
+        .flush(&FlushBatch {
+            entries: vec![(5, 1000, body(5, 1000, 9, 10))],
+            ledgers: vec![LedgerMeta {
+                deleted: true,
+                ..meta(5)
+            }],
+            journal_mark: 10,
+        })
+        .unwrap();
+    let view = store.snapshot();
+    assert_eq!(reader.read(&view, 5, 0).unwrap(), None);
+    assert_eq!(reader.entries_of(&view, 5).unwrap(), Vec::<u64>::new());
+    assert_eq!(reader.last_entry(&view, 5).unwrap(), None);
+    assert_eq!(reader.entries_of(&view, 6).unwrap().len(), 60);
+    // Force merges with more flushes of ledger 6 only.
+    for round in 0..4u64 {
+        store
+            .flush(&FlushBatch {
+                entries: vec![(6, 100 + round, body(6, 100 + round, 0, 8))],
+                ledgers: vec![],
+                journal_mark: 11 + round,
+            })
+            .unwrap();
+    }
+    let after = store.snapshot().index_records();
+    assert!(
+        after < before,
+        "merges kept deleted records: {before} -> {after}"
+    );
+    drop((view, reader, store));
+    let (store, rec) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    assert!(rec.ledgers.iter().any(|m| m.ledger == 5 && m.deleted));
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    assert_eq!(reader.read(&store.snapshot(), 5, 1).unwrap(), None);
+    assert_eq!(reader.entries_of(&store.snapshot(), 6).unwrap().len(), 64);
+}
+
+/// Corrupting an entry on disk makes its read an error, never wrong data; other entries
+/// still read.
+#[test]
+fn corrupt_entry_is_an_error() {
+    let disk = SimDisk::new(SimConfig::new(4));
+    let config = small_config();
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let entries = (0..10).map(|e| (1, e, body(1, e, 0, 200))).collect();
+    store
+        .flush(&FlushBatch {
+            entries,
+            ledgers: vec![meta(1)],
+            journal_mark: 1,
+        })
+        .unwrap();
+    let view = store.snapshot();
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    let loc = reader.locate(&view, 1, 4).unwrap().unwrap();
+    // Flip one body byte in place through the port.
+    let seg = entrylog::format::file_name(entrylog::format::FileKind::Segment, loc.segment as u64);
+    let mut s = disk.storage("l");
+    let f = s.open(&seg, false).unwrap();
+    let at = loc.offset + 40;
+    let block = at & !4095;
+    let mut buf = storage::AlignedBuf::zeroed(4096);
+    let mut out = Vec::new();
+    s.submit(
+        1,
+        storage::Op::Read {
+            file: f,
+            offset: block,
+            buf,
+        },
+    )
+    .unwrap();
+    while out.is_empty() {
+        s.poll(&mut out, storage::Wait::AtLeastOne { timeout_us: None })
+            .unwrap();
+    }
+    buf = out.pop().unwrap().buf.unwrap();
+    buf.set_len(4096);
+    buf[(at - block) as usize] ^= 0x10;
+    s.submit(
+        2,
+        storage::Op::Write {
+            file: f,
+            offset: block,
+            buf,
+        },
+    )
+    .unwrap();
+    while out.is_empty() {
+        s.poll(&mut out, storage::Wait::AtLeastOne { timeout_us: None })
+            .unwrap();
+    }
+    match reader.read(&view, 1, 4) {
+        Err(StoreError::Corruption { offset, .. }) => assert_eq!(offset, loc.offset),
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    assert_eq!(reader.read(&view, 1, 5).unwrap(), Some(body(1, 5, 0, 200)));
+    assert!(matches!(
+        store.scan_all(|_| {}),
+        Err(StoreError::Corruption { .. })
+    ));
+}
+
+/// Building a run of 1,000,000 entries keeps its sparse index under the documented bound of
+/// 126,000 bytes per million entries (+ fixed overhead), and lookups still work.
+#[test]
+fn sparse_index_memory_per_million() {
+    let disk = SimDisk::new(SimConfig::new(5).with_latency_us(1, 2));
+    let config = LedgerStoreConfig {
+        max_index_runs: 8,
+        ..LedgerStoreConfig::default()
+    };
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let empty = Bytes::new();
+    let entries: Vec<(u64, u64, Bytes)> = (0..1_000_000u64)
+        .map(|i| (i % 1000, i / 1000, empty.clone()))
+        .collect();
+    store
+        .flush(&FlushBatch {
+            entries,
+            ledgers: vec![],
+            journal_mark: 1,
+        })
+        .unwrap();
+    let view = store.snapshot();
+    assert_eq!(view.index_records(), 1_000_000);
+    let mem = view.index_memory_bytes();
+    eprintln!("sparse index + run overhead for 1,000,000 entries: {mem} bytes");
+    assert!(mem <= 126_000 + 256, "sparse index uses {mem} bytes");
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    assert_eq!(reader.read(&view, 777, 999).unwrap(), Some(Bytes::new()));
+    assert_eq!(reader.last_entry(&view, 5).unwrap(), Some(999));
+    assert_eq!(reader.entries_of(&view, 0).unwrap().len(), 1000);
+}
+
+/// An empty directory with a stray data file but no MANIFEST refuses to open (it is never
+/// taken for garbage); garbage next to a MANIFEST is removed.
+#[test]
+fn missing_manifest_and_garbage() {
+    let disk = SimDisk::new(SimConfig::new(6));
+    let mut s = disk.storage("x");
+    s.open("0000000000000005.log", true).unwrap();
+    match LedgerStore::open(disk.storage("x"), small_config()) {
+        Err(StoreError::Corruption {
+            kind: entrylog::CorruptionKind::MissingManifest,
+            ..
+        }) => {}
+        other => panic!("expected MissingManifest, got {:?}", other.map(|_| ())),
+    }
+    let (store, _) = LedgerStore::open(disk.storage("y"), small_config()).unwrap();
+    drop(store);
+    let mut s = disk.storage("y");
+    s.open("0000000000000009.idx", true).unwrap();
+    s.open("MANIFEST.tmp", true).unwrap();
+    s.open("notes.txt", true).unwrap();
+    let (store, _) = LedgerStore::open(disk.storage("y"), small_config()).unwrap();
+    assert_eq!(
+        disk.volatile_names("y"),
+        vec!["MANIFEST".to_string(), "notes.txt".to_string()]
+    );
+    assert!(store.manifest().next_file_id >= 10);
+}
+
+/// On a real disk with io_uring (or psync fallback): flush, read back, reopen, read back;
+/// prints the flush throughput.
+#[test]
+fn real_disk_flush_and_read() {
+    let base = if std::path::Path::new("/tmp").is_dir() {
+        std::path::PathBuf::from("/tmp")
+    } else {
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+    };
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let config = LedgerStoreConfig {
+        entry_log_size_bytes: 32 << 20,
+        ..LedgerStoreConfig::default()
+    };
+    let (mut store, _) = LedgerStore::open(
+        storage::open_dir(dir.path(), 256, false).unwrap(),
+        config.clone(),
+    )
+    .unwrap();
+    let mut model = BTreeMap::new();
+    let mut total = 0usize;
+    let mut elapsed = std::time::Duration::ZERO;
+    for round in 0..4u64 {
+        let mut batch = FlushBatch {
+            journal_mark: round + 1,
+            ledgers: (0..50).map(meta).collect(),
+            ..FlushBatch::default()
+        };
+        for i in 0..5000u64 {
+            let b = body(i % 50, round * 10_000 + i, round, 1024);
+            total += b.len();
+            model.insert((i % 50, round * 10_000 + i), b.clone());
+            batch.entries.push((i % 50, round * 10_000 + i, b));
+        }
+        let t = std::time::Instant::now();
+        store.flush(&batch).unwrap();
+        elapsed += t.elapsed();
+    }
+    eprintln!(
+        "real disk: flushed {} MiB in {:?}: {:.0} MiB/s",
+        total >> 20,
+        elapsed,
+        total as f64 / 1048576.0 / elapsed.as_secs_f64()
+    );
+    let mut reader = Reader::new(storage::open_dir(dir.path(), 64, false).unwrap(), &config);
+    check_model(&store, &mut reader, &model);
+    drop(reader);
+    drop(store);
+    let (store, rec) = LedgerStore::open(
+        storage::open_dir(dir.path(), 256, false).unwrap(),
+        config.clone(),
+    )
+    .unwrap();
+    assert_eq!(rec.journal_mark, 4);
+    let mut reader = Reader::new(storage::open_dir(dir.path(), 64, false).unwrap(), &config);
+    check_model(&store, &mut reader, &model);
+}
