@@ -1,2 +1,238 @@
-//! The bookie process (being written).
-fn main() {}
+//! `bookie`: an Apache BookKeeper bookie on io_uring.
+//!
+//! - `bookie` with no arguments: a standalone bookie on 127.0.0.1:3181, data under ./data, no
+//!   metadata store (the README's main job benchmarks it).
+//! - `bookie serve [--port P] [--data-dir D] [--shards N] ...`: the same with settings; reading
+//!   bk_server.conf and registering in ZooKeeper come with the cluster mode (issue #6).
+//! - `bookie inspect journal DIR`: prints the records of a journal directory.
+
+mod config;
+mod conn;
+mod ledger;
+mod record;
+mod server;
+mod shard;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::BookieConfig;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "bookie",
+    version,
+    about = "An Apache BookKeeper bookie on io_uring"
+)]
+struct Cli {
+    /// More log output (-v debug, -vv trace); BOOKIE_LOG=level also works.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve (the default, with standalone settings).
+    Serve(ServeArgs),
+    /// Print what is on disk.
+    Inspect {
+        #[command(subcommand)]
+        what: Inspect,
+    },
+}
+
+#[derive(clap::Args, Debug, Default)]
+struct ServeArgs {
+    /// bookiePort.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Address to listen on.
+    #[arg(long)]
+    bind: Option<String>,
+    /// Data directory: journal in DIR/journal, ledgers in DIR/ledgers.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// journalDirectories (overrides --data-dir for the journal).
+    #[arg(long)]
+    journal_dir: Option<PathBuf>,
+    /// ledgerDirectories (overrides --data-dir for ledgers).
+    #[arg(long)]
+    ledger_dir: Option<PathBuf>,
+    /// Shards (0 = one per core).
+    #[arg(long)]
+    shards: Option<usize>,
+    /// Do not pin shard threads to cores.
+    #[arg(long)]
+    no_pin: bool,
+    /// Use the pread/pwrite driver instead of io_uring.
+    #[arg(long)]
+    psync: bool,
+    /// journalMaxGroupWaitMSec, in microseconds.
+    #[arg(long)]
+    group_wait_us: Option<u64>,
+    /// Write cache per shard, in MiB.
+    #[arg(long)]
+    write_cache_mb: Option<usize>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Inspect {
+    /// The records of a journal directory (one shard's, e.g. data/journal/shard-0).
+    Journal { dir: PathBuf },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let result = match cli.command {
+        None => server::run(settings(ServeArgs::default())),
+        Some(Command::Serve(args)) => server::run(settings(args)),
+        Some(Command::Inspect {
+            what: Inspect::Journal { dir },
+        }) => inspect_journal(&dir),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            log::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn settings(args: ServeArgs) -> BookieConfig {
+    let mut c = BookieConfig::default();
+    if let Some(dir) = args.data_dir {
+        c.journal_dir = dir.join("journal");
+        c.ledger_dir = dir.join("ledgers");
+    }
+    if let Some(d) = args.journal_dir {
+        c.journal_dir = d;
+    }
+    if let Some(d) = args.ledger_dir {
+        c.ledger_dir = d;
+    }
+    if let Some(p) = args.port {
+        c.port = p;
+    }
+    if let Some(b) = args.bind {
+        c.bind_address = b;
+    }
+    if let Some(n) = args.shards {
+        c.shards = n;
+    }
+    if let Some(us) = args.group_wait_us {
+        c.journal.max_group_wait_us = us;
+    }
+    if let Some(mb) = args.write_cache_mb {
+        c.write_cache_bytes = mb << 20;
+    }
+    c.pin_threads = !args.no_pin;
+    c.force_psync = args.psync;
+    c
+}
+
+fn inspect_journal(dir: &std::path::Path) -> Result<(), String> {
+    let storage =
+        storage::open_dir(dir, 64, true).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut count = 0u64;
+    let mut by_type = [0u64; 5];
+    let journal = journal::Journal::open(
+        storage,
+        journal::JournalConfig::default(),
+        journal::Lsn(0),
+        &mut |lsn, payload| {
+            count += 1;
+            match record::JournalRecord::decode(payload) {
+                Some(r) => {
+                    let (t, text) = match &r {
+                        record::JournalRecord::Add {
+                            ledger,
+                            entry,
+                            body,
+                        } => (
+                            1,
+                            format!("add ledger {ledger} entry {entry} ({} bytes)", body.len()),
+                        ),
+                        record::JournalRecord::MasterKey { ledger, key } => (
+                            2,
+                            format!("master key ledger {ledger} ({} bytes)", key.len()),
+                        ),
+                        record::JournalRecord::Fence { ledger } => {
+                            (3, format!("fence ledger {ledger}"))
+                        }
+                        record::JournalRecord::ExplicitLac { ledger, body } => (
+                            4,
+                            format!("explicit LAC ledger {ledger} ({} bytes)", body.len()),
+                        ),
+                    };
+                    by_type[t] += 1;
+                    println!("lsn {:>10}  {text}", lsn.0);
+                }
+                None => println!(
+                    "lsn {:>10}  unknown record ({} bytes)",
+                    lsn.0,
+                    payload.len()
+                ),
+            }
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    println!(
+        "{count} records: {} adds, {} master keys, {} fences, {} explicit LACs; next lsn {}",
+        by_type[1],
+        by_type[2],
+        by_type[3],
+        by_type[4],
+        journal.next_lsn().0
+    );
+    if let Some((file, offset, fault)) = &journal.recovery_report().torn_tail {
+        println!("log ends in {file} at offset {offset} ({fault})");
+    }
+    Ok(())
+}
+
+/// `[+seconds LEVEL target] message` on stderr.
+struct StderrLogger;
+static LOGGER: StderrLogger = StderrLogger;
+static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            let t = START
+                .get_or_init(std::time::Instant::now)
+                .elapsed()
+                .as_secs_f64();
+            eprintln!(
+                "[+{t:.3}s {:5} {}] {}",
+                record.level(),
+                record.target(),
+                record.args()
+            );
+        }
+    }
+    fn flush(&self) {}
+}
+
+fn init_logging(verbose: u8) {
+    START.get_or_init(std::time::Instant::now);
+    let from_env = std::env::var("BOOKIE_LOG")
+        .ok()
+        .and_then(|v| v.parse::<log::LevelFilter>().ok());
+    let level = match verbose {
+        0 => from_env.unwrap_or(log::LevelFilter::Info),
+        1 => log::LevelFilter::Debug,
+        _ => log::LevelFilter::Trace,
+    };
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(level);
+    }
+}

@@ -345,6 +345,9 @@ fn read_header<S: Storage>(
     Ok(SegmentHeader::decode(block).filter(|h| h.id == id))
 }
 
+/// A verified record's kind, flags, LSN and size in the segment.
+type RecordInfo = (RecordKind, u8, Lsn, usize);
+
 /// Reads and verifies the record at `pos`: its kind, LSN and total size, or why it is invalid.
 fn read_record<S: Storage>(
     storage: &mut S,
@@ -353,7 +356,7 @@ fn read_record<S: Storage>(
     header: &SegmentHeader,
     seed: u32,
     max_payload: usize,
-) -> Result<Result<(RecordKind, u8, Lsn, usize), RecordFault>, IoError> {
+) -> Result<Result<RecordInfo, RecordFault>, IoError> {
     let head = reader.bytes(storage, pos, RECORD_HEADER_BYTES)?;
     if head.len() < RECORD_HEADER_BYTES {
         return Ok(Err(RecordFault::Truncated));

@@ -1,0 +1,74 @@
+//! The bookie's settings, with the defaults of the standalone mode (`bookie` with no
+//! arguments). Each field names the bk_server.conf key it corresponds to, where one exists;
+//! reading bk_server.conf itself comes with the cluster mode (issue #6).
+
+use std::path::PathBuf;
+
+use journal::JournalConfig;
+
+#[derive(Clone, Debug)]
+pub struct BookieConfig {
+    /// `bookiePort` (3181).
+    pub port: u16,
+    /// `listeningInterface` / `advertisedAddress`: where to listen (127.0.0.1 standalone).
+    pub bind_address: String,
+    /// `journalDirectories` (one directory; each shard journals in `shard-<n>` below it).
+    pub journal_dir: PathBuf,
+    /// `ledgerDirectories` (one directory; each shard stores in `shard-<n>` below it).
+    pub ledger_dir: PathBuf,
+    /// Shards (threads, each pinned to a core); 0 = one per available core.
+    pub shards: usize,
+    /// Pin shard threads to cores.
+    pub pin_threads: bool,
+    /// `nettyMaxFrameSizeBytes` (5 MiB).
+    pub max_frame_bytes: usize,
+    /// Connections per shard before new ones are refused (closed at accept).
+    pub max_connections_per_shard: usize,
+    /// Requests read from one connection and not yet answered; beyond it the bookie stops
+    /// reading that socket (`maxPendingAddRequestsPerThread` plays this role in Java).
+    pub max_pending_per_connection: usize,
+    /// Capacity of each cross-shard request queue; when full, ETOOMANYREQUESTS.
+    pub cross_shard_queue: usize,
+    /// Write cache per shard (`dbStorage_writeCacheMaxSizeMb`, split over shards).
+    pub write_cache_bytes: usize,
+    /// Use the psync driver even where io_uring works.
+    pub force_psync: bool,
+    pub journal: JournalConfig,
+}
+
+impl Default for BookieConfig {
+    fn default() -> BookieConfig {
+        BookieConfig {
+            port: 3181,
+            bind_address: "127.0.0.1".into(),
+            journal_dir: PathBuf::from("data/journal"),
+            ledger_dir: PathBuf::from("data/ledgers"),
+            shards: 0,
+            pin_threads: true,
+            max_frame_bytes: 5 << 20,
+            max_connections_per_shard: 4096,
+            max_pending_per_connection: 10_000,
+            cross_shard_queue: 65_536,
+            write_cache_bytes: 2 << 30,
+            force_psync: false,
+            journal: JournalConfig {
+                // Pulsar's shipped value; ours closes groups earlier when the disk is idle.
+                max_group_wait_us: 1_000,
+                ..JournalConfig::default()
+            },
+        }
+    }
+}
+
+impl BookieConfig {
+    /// The number of shards to run.
+    pub fn shard_count(&self) -> usize {
+        if self.shards > 0 {
+            self.shards
+        } else {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        }
+    }
+}

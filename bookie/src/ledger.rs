@@ -1,0 +1,822 @@
+//! A shard's ledgers and the storage semantics of every request, as pure decisions.
+//!
+//! `LedgerTable` knows each ledger the shard owns (master key, fenced flag, LAC, explicit LAC)
+//! and holds its entries in the write cache. Each request method returns a [`Decision`]: reply
+//! now, append journal records and reply once they are durable, reply once everything so far is
+//! durable (FORCE_LEDGER), or wait for the LAC (long poll). No I/O and no clock here, so the
+//! rules (bookie-semantics.md §4, protocol.md §3.5) are unit-tested directly; `shard` carries
+//! the decisions out.
+//!
+//! Rules worth stating:
+//! - The first request that touches a ledger (an add, a fence read, a WRITE_LAC) creates it
+//!   with the request's master key and journals that key; later requests with another key get
+//!   EUA.
+//! - An add to a fenced ledger gets EFENCED unless it is a recovery add. Re-adding an entry
+//!   overwrites it (clients re-send identical entries during ensemble changes and recovery).
+//! - The LAC is the highest writer LAC carried by stored entries (body bytes 16..24, big
+//!   endian), or set by WRITE_LAC (blob bytes 8..16); it never moves back.
+//! - Absent data is ENOLEDGER (unknown ledger) or ENOENTRY (known ledger), never EIO.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+use net::{availability, ReadFlag, Response, StatusCode};
+
+use crate::record::JournalRecord;
+
+/// Entry id meaning "the last stored entry" (BookKeeper's `LAST_ADD_CONFIRMED`).
+pub const LAST_ENTRY: i64 = -1;
+
+/// One ledger's state on this bookie.
+#[derive(Debug)]
+pub struct Ledger {
+    pub master_key: Bytes,
+    pub fenced: bool,
+    /// Highest LAC seen, -1 when none.
+    pub lac: i64,
+    /// When `lac` last moved, ms since the epoch (long-poll replies carry it).
+    pub lac_updated_ms: i64,
+    pub explicit_lac: Option<Bytes>,
+    /// The write cache: entries not yet in ledger storage.
+    pub entries: BTreeMap<i64, Bytes>,
+}
+
+impl Ledger {
+    fn new(master_key: Bytes) -> Ledger {
+        Ledger {
+            master_key,
+            fenced: false,
+            lac: -1,
+            lac_updated_ms: 0,
+            explicit_lac: None,
+            entries: BTreeMap::new(),
+        }
+    }
+
+    fn last_entry(&self) -> Option<(i64, &Bytes)> {
+        self.entries.last_key_value().map(|(k, v)| (*k, v))
+    }
+}
+
+/// What the shard must do for a request.
+#[derive(Debug)]
+pub enum Decision {
+    /// Send this reply now.
+    Reply(Response),
+    /// Append the records (a new ledger's master key first, when present) and send the reply
+    /// once the last one is durable.
+    Journal {
+        master_key: Option<JournalRecord>,
+        record: Option<JournalRecord>,
+        reply: Response,
+    },
+    /// Send the reply once every record appended so far is durable.
+    AfterDurable(Response),
+    /// Long poll: wait until the ledger's LAC passes `previous_lac` (or it is fenced), or the
+    /// timeout, then answer with [`LedgerTable::long_poll_reply`].
+    WaitLac {
+        ledger: i64,
+        previous_lac: i64,
+        timeout_ms: u64,
+    },
+}
+
+/// The ledgers a shard owns.
+pub struct LedgerTable {
+    ledgers: HashMap<i64, Ledger>,
+    cached_bytes: usize,
+    cache_limit_bytes: usize,
+}
+
+fn entry_lac(body: &[u8]) -> Option<i64> {
+    body.get(16..24)
+        .map(|b| i64::from_be_bytes(b.try_into().expect("8 bytes")))
+}
+
+impl LedgerTable {
+    pub fn new(cache_limit_bytes: usize) -> LedgerTable {
+        LedgerTable {
+            ledgers: HashMap::new(),
+            cached_bytes: 0,
+            cache_limit_bytes,
+        }
+    }
+
+    pub fn get(&self, ledger: i64) -> Option<&Ledger> {
+        self.ledgers.get(&ledger)
+    }
+
+    pub fn len(&self) -> usize {
+        self.ledgers.len()
+    }
+
+    /// Bytes of entry bodies in the write cache.
+    pub fn cached_bytes(&self) -> usize {
+        self.cached_bytes
+    }
+
+    /// Applies a replayed journal record (recovery): the same state changes as the original
+    /// request, without any check (they were checked when the record was written).
+    pub fn replay(&mut self, record: JournalRecord, now_ms: i64) {
+        match record {
+            JournalRecord::Add {
+                ledger,
+                entry,
+                body,
+            } => {
+                let l = self
+                    .ledgers
+                    .entry(ledger)
+                    .or_insert_with(|| Ledger::new(Bytes::new()));
+                Self::store(l, &mut self.cached_bytes, entry, body, now_ms);
+            }
+            JournalRecord::MasterKey { ledger, key } => {
+                self.ledgers
+                    .entry(ledger)
+                    .or_insert_with(|| Ledger::new(Bytes::new()))
+                    .master_key = key;
+            }
+            JournalRecord::Fence { ledger } => {
+                self.ledgers
+                    .entry(ledger)
+                    .or_insert_with(|| Ledger::new(Bytes::new()))
+                    .fenced = true;
+            }
+            JournalRecord::ExplicitLac { ledger, body } => {
+                let l = self
+                    .ledgers
+                    .entry(ledger)
+                    .or_insert_with(|| Ledger::new(Bytes::new()));
+                Self::set_explicit_lac(l, body, now_ms);
+            }
+        }
+    }
+
+    fn store(l: &mut Ledger, cached: &mut usize, entry: i64, body: Bytes, now_ms: i64) {
+        if let Some(lac) = entry_lac(&body) {
+            if lac > l.lac {
+                l.lac = lac;
+                l.lac_updated_ms = now_ms;
+            }
+        }
+        *cached += body.len();
+        if let Some(old) = l.entries.insert(entry, body) {
+            *cached -= old.len();
+        }
+    }
+
+    fn set_explicit_lac(l: &mut Ledger, body: Bytes, now_ms: i64) {
+        if let Some(lac) = body
+            .get(8..16)
+            .map(|b| i64::from_be_bytes(b.try_into().expect("8 bytes")))
+        {
+            if lac > l.lac {
+                l.lac = lac;
+                l.lac_updated_ms = now_ms;
+            }
+        }
+        l.explicit_lac = Some(body);
+    }
+
+    /// Finds the ledger, creating it with `key` when unknown. `Err` is the EUA reply case.
+    fn open_with_key<'a>(
+        ledgers: &'a mut HashMap<i64, Ledger>,
+        ledger: i64,
+        key: &Bytes,
+    ) -> Result<(&'a mut Ledger, bool), ()> {
+        let mut created = false;
+        let l = ledgers.entry(ledger).or_insert_with(|| {
+            created = true;
+            Ledger::new(key.clone())
+        });
+        if !created && l.master_key != *key {
+            // A ledger created by replay of entries only (no key record) takes the first key.
+            if l.master_key.is_empty() || l.master_key.iter().all(|&b| b == 0) {
+                l.master_key = key.clone();
+                return Ok((l, true));
+            }
+            return Err(());
+        }
+        Ok((l, created))
+    }
+
+    /// ADD_ENTRY. `Err(ledger)` never; the decision carries the status.
+    pub fn add(
+        &mut self,
+        ledger: i64,
+        entry: i64,
+        master_key: &Bytes,
+        body: Bytes,
+        recovery: bool,
+        now_ms: i64,
+    ) -> Decision {
+        let reply = |status| {
+            Decision::Reply(Response::AddEntry {
+                status,
+                ledger_id: ledger,
+                entry_id: entry,
+            })
+        };
+        if entry < 0 {
+            return reply(StatusCode::EBADREQ);
+        }
+        let cached = self.cached_bytes;
+        let limit = self.cache_limit_bytes;
+        let (l, created) = match Self::open_with_key(&mut self.ledgers, ledger, master_key) {
+            Ok(v) => v,
+            Err(()) => return reply(StatusCode::EUA),
+        };
+        if l.fenced && !recovery {
+            return reply(StatusCode::EFENCED);
+        }
+        if cached + body.len() > limit {
+            return reply(StatusCode::ETOOMANYREQUESTS);
+        }
+        let key_record = created.then(|| JournalRecord::MasterKey {
+            ledger,
+            key: master_key.clone(),
+        });
+        Self::store(l, &mut self.cached_bytes, entry, body.clone(), now_ms);
+        Decision::Journal {
+            master_key: key_record,
+            record: Some(JournalRecord::Add {
+                ledger,
+                entry,
+                body,
+            }),
+            reply: Response::AddEntry {
+                status: StatusCode::EOK,
+                ledger_id: ledger,
+                entry_id: entry,
+            },
+        }
+    }
+
+    /// READ_ENTRY, including fence reads, "last entry" (-1) and long polls (`previous_lac`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn read(
+        &mut self,
+        ledger: i64,
+        entry: i64,
+        flag: Option<ReadFlag>,
+        master_key: Option<&Bytes>,
+        previous_lac: Option<i64>,
+        timeout_ms: Option<i64>,
+        v3: bool,
+        now_ms: i64,
+    ) -> Decision {
+        if flag == Some(ReadFlag::FenceLedger) {
+            return self.fence_read(ledger, entry, master_key, v3);
+        }
+        if let (Some(previous_lac), true) = (previous_lac, v3) {
+            let Some(l) = self.ledgers.get(&ledger) else {
+                return Decision::Reply(self.entry_reply(ledger, entry, v3, false));
+            };
+            if flag == Some(ReadFlag::EntryPiggyback) && entry != LAST_ENTRY {
+                return Decision::Reply(Response::ReadEntry {
+                    status: StatusCode::EBADREQ,
+                    ledger_id: ledger,
+                    entry_id: entry,
+                    body: None,
+                    max_lac: None,
+                    lac_update_timestamp: None,
+                });
+            }
+            if l.lac > previous_lac || l.fenced {
+                return Decision::Reply(self.long_poll_reply(ledger, entry, previous_lac, flag));
+            }
+            let _ = now_ms;
+            return Decision::WaitLac {
+                ledger,
+                previous_lac,
+                timeout_ms: timeout_ms.unwrap_or(0).max(0) as u64,
+            };
+        }
+        Decision::Reply(self.entry_reply(ledger, entry, v3, true))
+    }
+
+    fn fence_read(
+        &mut self,
+        ledger: i64,
+        entry: i64,
+        master_key: Option<&Bytes>,
+        v3: bool,
+    ) -> Decision {
+        let eua = Response::ReadEntry {
+            status: StatusCode::EUA,
+            ledger_id: ledger,
+            entry_id: entry,
+            body: None,
+            max_lac: None,
+            lac_update_timestamp: None,
+        };
+        let Some(key) = master_key else {
+            return Decision::Reply(eua);
+        };
+        let (l, created) = match Self::open_with_key(&mut self.ledgers, ledger, key) {
+            Ok(v) => v,
+            Err(()) => return Decision::Reply(eua),
+        };
+        let newly_fenced = !l.fenced;
+        l.fenced = true;
+        let key_record = created.then(|| JournalRecord::MasterKey {
+            ledger,
+            key: key.clone(),
+        });
+        // Fence reads carry no LAC in their reply (protocol.md §3.5).
+        let reply = self.entry_reply(ledger, entry, v3, false);
+        Decision::Journal {
+            master_key: key_record,
+            record: newly_fenced.then_some(JournalRecord::Fence { ledger }),
+            reply,
+        }
+    }
+
+    /// The reply to a plain read of `entry` (or the last entry for -1).
+    pub fn entry_reply(&self, ledger: i64, entry: i64, v3: bool, with_lac: bool) -> Response {
+        let (status, body) = match self.ledgers.get(&ledger) {
+            None => (StatusCode::ENOLEDGER, None),
+            Some(l) => {
+                let found = if entry == LAST_ENTRY {
+                    l.last_entry().map(|(_, b)| b.clone())
+                } else {
+                    l.entries.get(&entry).cloned()
+                };
+                match found {
+                    Some(body) => (StatusCode::EOK, Some(body)),
+                    None => (StatusCode::ENOENTRY, None),
+                }
+            }
+        };
+        let max_lac = (v3 && with_lac)
+            .then(|| self.ledgers.get(&ledger).map(|l| l.lac))
+            .flatten();
+        Response::ReadEntry {
+            status,
+            ledger_id: ledger,
+            entry_id: entry,
+            body,
+            max_lac,
+            lac_update_timestamp: None,
+        }
+    }
+
+    /// The reply to a long poll once the LAC moved (or the wait timed out): the bookie's LAC
+    /// and, with ENTRY_PIGGYBACK, entry `previous_lac + 1` when it is here.
+    pub fn long_poll_reply(
+        &self,
+        ledger: i64,
+        entry: i64,
+        previous_lac: i64,
+        flag: Option<ReadFlag>,
+    ) -> Response {
+        let Some(l) = self.ledgers.get(&ledger) else {
+            return self.entry_reply(ledger, entry, true, false);
+        };
+        let (entry_id, body) = if flag == Some(ReadFlag::EntryPiggyback) {
+            let next = previous_lac.saturating_add(1);
+            match l.entries.get(&next) {
+                Some(body) if l.lac >= next => (next, Some(body.clone())),
+                _ => (entry, None),
+            }
+        } else {
+            (entry, None)
+        };
+        Response::ReadEntry {
+            status: StatusCode::EOK,
+            ledger_id: ledger,
+            entry_id,
+            body,
+            max_lac: Some(l.lac),
+            lac_update_timestamp: Some(l.lac_updated_ms),
+        }
+    }
+
+    /// v2 BATCH_READ_ENTRY: entries from `start` while present, at most `max_count` (≤ 0: no
+    /// limit) and about `max_size` bytes; the first entry is always sent when present.
+    #[allow(clippy::too_many_arguments)]
+    pub fn batch_read(
+        &mut self,
+        ledger: i64,
+        start: i64,
+        request_id: i64,
+        max_count: i32,
+        max_size: i64,
+        fence: bool,
+        master_key: Option<&Bytes>,
+    ) -> Decision {
+        let mut fence_records = None;
+        if fence {
+            let key = match master_key {
+                Some(k) => k,
+                None => {
+                    return Decision::Reply(Self::batch_status(
+                        ledger,
+                        start,
+                        request_id,
+                        StatusCode::EUA,
+                    ))
+                }
+            };
+            match Self::open_with_key(&mut self.ledgers, ledger, key) {
+                Err(()) => {
+                    return Decision::Reply(Self::batch_status(
+                        ledger,
+                        start,
+                        request_id,
+                        StatusCode::EUA,
+                    ))
+                }
+                Ok((l, created)) => {
+                    let newly = !l.fenced;
+                    l.fenced = true;
+                    fence_records = Some((
+                        created.then(|| JournalRecord::MasterKey {
+                            ledger,
+                            key: key.clone(),
+                        }),
+                        newly.then_some(JournalRecord::Fence { ledger }),
+                    ));
+                }
+            }
+        }
+        let reply = match self.ledgers.get(&ledger) {
+            None => Self::batch_status(ledger, start, request_id, StatusCode::ENOLEDGER),
+            Some(l) => {
+                let mut entries = Vec::new();
+                let mut size = 0i64;
+                let limit = if max_count <= 0 {
+                    i64::MAX
+                } else {
+                    max_count as i64
+                };
+                let mut id = start;
+                while (entries.len() as i64) < limit {
+                    let Some(body) = l.entries.get(&id) else {
+                        break;
+                    };
+                    size += body.len() as i64 + 4;
+                    if !entries.is_empty() && size > max_size {
+                        break;
+                    }
+                    entries.push(body.clone());
+                    id += 1;
+                }
+                if entries.is_empty() {
+                    Self::batch_status(ledger, start, request_id, StatusCode::ENOENTRY)
+                } else {
+                    Response::BatchReadEntry {
+                        status: StatusCode::EOK,
+                        ledger_id: ledger,
+                        start_entry_id: start,
+                        request_id,
+                        entries,
+                    }
+                }
+            }
+        };
+        match fence_records {
+            Some((master_key, record)) => Decision::Journal {
+                master_key,
+                record,
+                reply,
+            },
+            None => Decision::Reply(reply),
+        }
+    }
+
+    fn batch_status(ledger: i64, start: i64, request_id: i64, status: StatusCode) -> Response {
+        Response::BatchReadEntry {
+            status,
+            ledger_id: ledger,
+            start_entry_id: start,
+            request_id,
+            entries: Vec::new(),
+        }
+    }
+
+    /// WRITE_LAC: stores the blob and moves the LAC; journaled.
+    pub fn write_lac(
+        &mut self,
+        ledger: i64,
+        master_key: &Bytes,
+        body: Bytes,
+        now_ms: i64,
+    ) -> Decision {
+        let (l, created) = match Self::open_with_key(&mut self.ledgers, ledger, master_key) {
+            Ok(v) => v,
+            Err(()) => {
+                return Decision::Reply(Response::WriteLac {
+                    status: StatusCode::EUA,
+                    ledger_id: ledger,
+                })
+            }
+        };
+        Self::set_explicit_lac(l, body.clone(), now_ms);
+        Decision::Journal {
+            master_key: created.then(|| JournalRecord::MasterKey {
+                ledger,
+                key: master_key.clone(),
+            }),
+            record: Some(JournalRecord::ExplicitLac { ledger, body }),
+            reply: Response::WriteLac {
+                status: StatusCode::EOK,
+                ledger_id: ledger,
+            },
+        }
+    }
+
+    /// READ_LAC: the explicit-LAC blob and the last entry, whichever exist.
+    pub fn read_lac(&self, ledger: i64) -> Response {
+        let Some(l) = self.ledgers.get(&ledger) else {
+            return Response::ReadLac {
+                status: StatusCode::ENOLEDGER,
+                ledger_id: ledger,
+                lac_body: None,
+                last_entry_body: None,
+            };
+        };
+        let lac_body = l.explicit_lac.clone();
+        let last_entry_body = l.last_entry().map(|(_, b)| b.clone());
+        let status = if lac_body.is_none() && last_entry_body.is_none() {
+            StatusCode::ENOENTRY
+        } else {
+            StatusCode::EOK
+        };
+        Response::ReadLac {
+            status,
+            ledger_id: ledger,
+            lac_body,
+            last_entry_body,
+        }
+    }
+
+    /// FORCE_LEDGER: answered when everything journaled so far is durable.
+    pub fn force_ledger(&self, ledger: i64) -> Decision {
+        Decision::AfterDurable(Response::ForceLedger {
+            status: StatusCode::EOK,
+            ledger_id: ledger,
+        })
+    }
+
+    /// GET_LIST_OF_ENTRIES_OF_LEDGER.
+    pub fn list_entries(&self, ledger: i64) -> Response {
+        match self.ledgers.get(&ledger) {
+            None => Response::GetListOfEntriesOfLedger {
+                status: StatusCode::ENOLEDGER,
+                ledger_id: ledger,
+                availability: None,
+            },
+            Some(l) => Response::GetListOfEntriesOfLedger {
+                status: StatusCode::EOK,
+                ledger_id: ledger,
+                availability: Some(availability::encode_entries(l.entries.keys().copied())),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(b: u8) -> Bytes {
+        Bytes::from(vec![b; 20])
+    }
+
+    /// An entry body as a BookKeeper client builds it: ledger, entry, writer LAC, then data.
+    fn body(ledger: i64, entry: i64, lac: i64) -> Bytes {
+        let mut v = Vec::new();
+        v.extend_from_slice(&ledger.to_be_bytes());
+        v.extend_from_slice(&entry.to_be_bytes());
+        v.extend_from_slice(&lac.to_be_bytes());
+        v.extend_from_slice(b"payload");
+        Bytes::from(v)
+    }
+
+    fn status(d: &Decision) -> StatusCode {
+        match d {
+            Decision::Reply(r) | Decision::AfterDurable(r) => r.status(),
+            Decision::Journal { reply, .. } => reply.status(),
+            Decision::WaitLac { .. } => StatusCode::EOK,
+        }
+    }
+
+    /// The first add creates the ledger and journals its key; a wrong key later is EUA.
+    #[test]
+    fn first_add_records_the_master_key_and_a_wrong_key_is_eua() {
+        let mut t = LedgerTable::new(1 << 30);
+        match t.add(1, 0, &key(1), body(1, 0, -1), false, 0) {
+            Decision::Journal {
+                master_key: Some(JournalRecord::MasterKey { .. }),
+                record: Some(JournalRecord::Add { .. }),
+                ..
+            } => {}
+            other => panic!("unexpected {other:?}"),
+        }
+        match t.add(1, 1, &key(1), body(1, 1, 0), false, 0) {
+            Decision::Journal {
+                master_key: None, ..
+            } => {}
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(
+            status(&t.add(1, 2, &key(2), body(1, 2, 1), false, 0)),
+            StatusCode::EUA
+        );
+    }
+
+    /// Reads: unknown ledger ENOLEDGER, missing entry ENOENTRY, -1 the last entry, duplicates
+    /// overwrite, and the LAC comes from the entries' own bytes.
+    #[test]
+    fn reads_and_error_codes() {
+        let mut t = LedgerTable::new(1 << 30);
+        assert_eq!(
+            status(&t.read(9, 0, None, None, None, None, true, 0)),
+            StatusCode::ENOLEDGER
+        );
+        t.add(9, 0, &key(1), body(9, 0, -1), false, 0);
+        t.add(9, 1, &key(1), body(9, 1, 0), false, 0);
+        assert_eq!(
+            status(&t.read(9, 5, None, None, None, None, true, 0)),
+            StatusCode::ENOENTRY
+        );
+        match t.read(9, LAST_ENTRY, None, None, None, None, true, 0) {
+            Decision::Reply(Response::ReadEntry {
+                body: Some(b),
+                max_lac,
+                entry_id,
+                ..
+            }) => {
+                assert_eq!(b, body(9, 1, 0));
+                assert_eq!(max_lac, Some(0));
+                assert_eq!(entry_id, LAST_ENTRY);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        // Re-sent entry 1, other bytes, an older writer LAC.
+        let mut again = body(9, 1, -1).to_vec();
+        again.extend_from_slice(b" (re-sent)");
+        let again = Bytes::from(again);
+        t.add(9, 1, &key(1), again.clone(), false, 0);
+        match t.read(9, 1, None, None, None, None, false, 0) {
+            Decision::Reply(Response::ReadEntry {
+                body: Some(b),
+                max_lac: None,
+                ..
+            }) => {
+                assert_eq!(b, again)
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(t.get(9).unwrap().lac, 0, "the LAC never moves back");
+    }
+
+    /// Fencing needs the key, is journaled once, blocks normal adds and lets recovery adds in.
+    #[test]
+    fn fencing() {
+        let mut t = LedgerTable::new(1 << 30);
+        t.add(3, 0, &key(1), body(3, 0, -1), false, 0);
+        let fence = Some(ReadFlag::FenceLedger);
+        assert_eq!(
+            status(&t.read(3, 0, fence, None, None, None, true, 0)),
+            StatusCode::EUA
+        );
+        assert_eq!(
+            status(&t.read(3, 0, fence, Some(&key(2)), None, None, true, 0)),
+            StatusCode::EUA
+        );
+        match t.read(3, 0, fence, Some(&key(1)), None, None, true, 0) {
+            Decision::Journal {
+                record: Some(JournalRecord::Fence { ledger: 3 }),
+                reply:
+                    Response::ReadEntry {
+                        status, max_lac, ..
+                    },
+                ..
+            } => {
+                assert_eq!(status, StatusCode::EOK);
+                assert_eq!(max_lac, None);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match t.read(3, 0, fence, Some(&key(1)), None, None, true, 0) {
+            Decision::Journal { record: None, .. } => {}
+            other => panic!("fencing twice journals nothing: {other:?}"),
+        }
+        assert_eq!(
+            status(&t.add(3, 1, &key(1), body(3, 1, 0), false, 0)),
+            StatusCode::EFENCED
+        );
+        assert_eq!(
+            status(&t.add(3, 1, &key(1), body(3, 1, 0), true, 0)),
+            StatusCode::EOK
+        );
+        // Fencing an unknown ledger creates it (and journals its key).
+        match t.read(4, 0, fence, Some(&key(7)), None, None, true, 0) {
+            Decision::Journal {
+                master_key: Some(_),
+                record: Some(_),
+                reply,
+                ..
+            } => {
+                assert_eq!(reply.status(), StatusCode::ENOENTRY)
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// A long poll answers at once when the LAC is already past `previous_lac` (piggybacking
+    /// the next entry), and waits otherwise.
+    #[test]
+    fn long_poll() {
+        let mut t = LedgerTable::new(1 << 30);
+        t.add(5, 0, &key(1), body(5, 0, -1), false, 0);
+        t.add(5, 1, &key(1), body(5, 1, 0), false, 7);
+        let piggy = Some(ReadFlag::EntryPiggyback);
+        match t.read(5, LAST_ENTRY, piggy, None, Some(-1), Some(100), true, 0) {
+            Decision::Reply(Response::ReadEntry {
+                entry_id: 0,
+                body: Some(_),
+                max_lac: Some(0),
+                lac_update_timestamp: Some(7),
+                ..
+            }) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+        match t.read(5, LAST_ENTRY, piggy, None, Some(0), Some(100), true, 0) {
+            Decision::WaitLac {
+                ledger: 5,
+                previous_lac: 0,
+                timeout_ms: 100,
+            } => {}
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(
+            status(&t.read(5, 3, piggy, None, Some(0), Some(100), true, 0)),
+            StatusCode::EBADREQ
+        );
+        assert_eq!(
+            status(&t.read(6, LAST_ENTRY, piggy, None, Some(0), Some(100), true, 0)),
+            StatusCode::ENOLEDGER
+        );
+    }
+
+    /// Explicit LAC: WRITE_LAC moves the LAC from the blob, READ_LAC returns blob and last entry.
+    #[test]
+    fn explicit_lac() {
+        let mut t = LedgerTable::new(1 << 30);
+        assert_eq!(t.read_lac(8).status(), StatusCode::ENOLEDGER);
+        let mut blob = Vec::new();
+        blob.extend_from_slice(&8i64.to_be_bytes());
+        blob.extend_from_slice(&41i64.to_be_bytes());
+        let d = t.write_lac(8, &key(1), Bytes::from(blob.clone()), 0);
+        assert_eq!(status(&d), StatusCode::EOK);
+        assert_eq!(t.get(8).unwrap().lac, 41);
+        match t.read_lac(8) {
+            Response::ReadLac {
+                status: StatusCode::EOK,
+                lac_body: Some(b),
+                last_entry_body: None,
+                ..
+            } => assert_eq!(&b[..], &blob[..]),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(
+            status(&t.write_lac(8, &key(2), Bytes::from(blob), 0)),
+            StatusCode::EUA
+        );
+    }
+
+    /// Batch reads stop at the count, the size, or the first missing entry; the write cache
+    /// limit turns adds away with ETOOMANYREQUESTS.
+    #[test]
+    fn batch_read_and_cache_limit() {
+        let mut t = LedgerTable::new(200);
+        for e in 0..4 {
+            assert_eq!(
+                status(&t.add(2, e, &key(1), body(2, e, e - 1), false, 0)),
+                StatusCode::EOK
+            );
+        }
+        assert_eq!(
+            status(&t.add(2, 9, &key(1), Bytes::from(vec![0u8; 200]), false, 0)),
+            StatusCode::ETOOMANYREQUESTS
+        );
+        let count = |d: Decision| match d {
+            Decision::Reply(Response::BatchReadEntry { entries, .. }) => entries.len(),
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(count(t.batch_read(2, 0, 1, 10, 1 << 20, false, None)), 4);
+        assert_eq!(count(t.batch_read(2, 1, 1, 2, 1 << 20, false, None)), 2);
+        assert_eq!(count(t.batch_read(2, 0, 1, 0, 80, false, None)), 2);
+        assert_eq!(
+            status(&t.batch_read(2, 7, 1, 10, 1 << 20, false, None)),
+            StatusCode::ENOENTRY
+        );
+        assert_eq!(
+            status(&t.batch_read(1, 0, 1, 10, 1 << 20, false, None)),
+            StatusCode::ENOLEDGER
+        );
+    }
+}

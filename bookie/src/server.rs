@@ -1,0 +1,294 @@
+//! Starting and stopping the shards.
+//!
+//! `run` creates one queue pair per shard, starts each shard on its own thread (pinned to a
+//! core when configured), waits until every shard has recovered its journal and bound its
+//! listener (SO_REUSEPORT: the kernel spreads connections over the shards' listeners), then
+//! waits for SIGINT/SIGTERM, tells the shards to stop, and joins them. A shard stops by no
+//! longer accepting, flushing its journal and answering what became durable.
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::{mpsc as std_mpsc, Arc};
+use std::time::Duration;
+
+use tokio::io::unix::AsyncFd;
+use tokio::net::TcpSocket;
+use tokio::sync::{mpsc, watch};
+
+use crate::config::BookieConfig;
+use crate::conn::{self, Conn};
+use crate::shard::{EventFd, Shard, ShardHandle, ShardInbox, SHARD};
+
+/// Runs the bookie until a signal stops it.
+pub fn run(config: BookieConfig) -> Result<(), String> {
+    let shards = config.shard_count();
+    let addr: SocketAddr = format!("{}:{}", config.bind_address, config.port)
+        .parse()
+        .map_err(|e| {
+            format!(
+                "bad listen address {}:{}: {e}",
+                config.bind_address, config.port
+            )
+        })?;
+    let mut handles = Vec::with_capacity(shards);
+    let mut inboxes = Vec::with_capacity(shards);
+    for _ in 0..shards {
+        let (rq_tx, rq_rx) = mpsc::channel(config.cross_shard_queue);
+        let (rp_tx, rp_rx) = mpsc::unbounded_channel();
+        handles.push(ShardHandle {
+            requests: rq_tx,
+            replies: rp_tx,
+        });
+        inboxes.push(ShardInbox {
+            requests: rq_rx,
+            replies: rp_rx,
+        });
+    }
+    let peers = Arc::new(handles);
+    let config = Arc::new(config);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (ready_tx, ready_rx) = std_mpsc::channel::<Result<usize, String>>();
+    let mut threads = Vec::new();
+    for (id, inbox) in inboxes.into_iter().enumerate() {
+        let (config, peers, stop, ready) = (
+            config.clone(),
+            peers.clone(),
+            stop_rx.clone(),
+            ready_tx.clone(),
+        );
+        let thread = std::thread::Builder::new()
+            .name(format!("shard-{id}"))
+            .spawn(move || shard_main(id, config, peers, inbox, addr, stop, ready))
+            .map_err(|e| format!("cannot start shard thread {id}: {e}"))?;
+        threads.push(thread);
+    }
+    drop(ready_tx);
+    let mut failure = None;
+    for _ in 0..shards {
+        match ready_rx.recv() {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                failure.get_or_insert(e);
+            }
+            Err(_) => {
+                failure.get_or_insert("a shard thread died while starting".into());
+            }
+        }
+    }
+    if failure.is_none() {
+        log::info!(
+            "bookie serving on {addr} with {shards} shards (journal {}, ledgers {})",
+            config.journal_dir.display(),
+            config.ledger_dir.display()
+        );
+        wait_for_signal();
+        log::info!("stopping: flushing journals");
+    }
+    let _ = stop_tx.send(true);
+    for t in threads {
+        let _ = t.join();
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => {
+            log::info!("bookie stopped");
+            Ok(())
+        }
+    }
+}
+
+fn wait_for_signal() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            log::error!("cannot build the signal runtime: {e}");
+            return;
+        }
+    };
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            log::error!("cannot install signal handlers");
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => log::info!("SIGTERM received"),
+            _ = int.recv() => log::info!("SIGINT received"),
+        }
+    });
+}
+
+fn pin_to_core(core: usize) {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core % cpus, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            log::warn!("cannot pin shard to core {core}");
+        }
+    }
+}
+
+fn shard_main(
+    id: usize,
+    config: Arc<BookieConfig>,
+    peers: Arc<Vec<ShardHandle>>,
+    inbox: ShardInbox,
+    addr: SocketAddr,
+    mut stop: watch::Receiver<bool>,
+    ready: std_mpsc::Sender<Result<usize, String>>,
+) {
+    if config.pin_threads {
+        pin_to_core(id);
+    }
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(format!("shard {id}: runtime: {e}")));
+            return;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, async move {
+        let shard = match Shard::open(id, &config, peers) {
+            Ok(s) => Rc::new(RefCell::new(s)),
+            Err(e) => {
+                let _ = ready.send(Err(format!("shard {id}: {e}")));
+                return;
+            }
+        };
+        SHARD.with(|s| *s.borrow_mut() = Some(Rc::downgrade(&shard)));
+        let listener = match bind(addr) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = ready.send(Err(format!("shard {id}: cannot listen on {addr}: {e}")));
+                return;
+            }
+        };
+        let eventfd = shard.borrow().journal_eventfd();
+        let journal_task = tokio::task::spawn_local(drive_journal(shard.clone(), eventfd));
+        let ShardInbox {
+            mut requests,
+            mut replies,
+        } = inbox;
+        let s = shard.clone();
+        let requests_task = tokio::task::spawn_local(async move {
+            while let Some(first) = requests.recv().await {
+                let mut shard = s.borrow_mut();
+                shard.handle_remote(first);
+                while let Ok(more) = requests.try_recv() {
+                    shard.handle_remote(more);
+                }
+                shard.drive();
+            }
+        });
+        let s = shard.clone();
+        let replies_task = tokio::task::spawn_local(async move {
+            while let Some(first) = replies.recv().await {
+                let mut shard = s.borrow_mut();
+                shard.deliver_remote_reply(first);
+                while let Ok(more) = replies.try_recv() {
+                    shard.deliver_remote_reply(more);
+                }
+            }
+        });
+        let _ = ready.send(Ok(id));
+        let mut next_conn = (id as u64) << 48;
+        let live = Rc::new(std::cell::Cell::new(0usize));
+        loop {
+            tokio::select! {
+                _ = stop.changed() => break,
+                accepted = listener.accept() => {
+                    let (stream, peer) = match accepted {
+                        Ok(a) => a,
+                        Err(e) => {
+                            log::warn!("shard {id}: accept failed: {e}");
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                    };
+                    if live.get() >= config.max_connections_per_shard {
+                        log::warn!("shard {id}: connection limit reached; refusing {peer}");
+                        drop(stream);
+                        continue;
+                    }
+                    next_conn += 1;
+                    let conn = Rc::new(Conn::new(next_conn, config.max_pending_per_connection));
+                    shard.borrow_mut().register_connection(&conn);
+                    live.set(live.get() + 1);
+                    let (s, live, max_frame) = (shard.clone(), live.clone(), config.max_frame_bytes);
+                    tokio::task::spawn_local(async move {
+                        conn::serve(s, stream, conn, max_frame).await;
+                        live.set(live.get() - 1);
+                    });
+                }
+            }
+        }
+        requests_task.abort();
+        replies_task.abort();
+        journal_task.abort();
+        shard.borrow_mut().flush();
+        // Give the connections' writers a moment to send the last replies.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let stats = shard.borrow().stats();
+        log::info!("shard {id} stopped: {stats:?}");
+    });
+}
+
+fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.set_reuseport(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+/// Wakes on the journal ring's completions (eventfd) or the group timer, and makes progress.
+async fn drive_journal(shard: Rc<RefCell<Shard>>, eventfd: Option<std::os::fd::RawFd>) {
+    // SAFETY: the eventfd belongs to the journal's ring, which the shard keeps open for as
+    // long as this task runs (the task is aborted before the shard is dropped).
+    let fd = match eventfd.map(|fd| unsafe { AsyncFd::register(EventFd(fd)) }) {
+        Some(Ok(fd)) => Some(fd),
+        Some(Err(e)) => {
+            log::error!("cannot watch the journal eventfd: {e}; polling instead");
+            None
+        }
+        None => None,
+    };
+    loop {
+        let deadline = shard.borrow().next_deadline();
+        let sleep = deadline.unwrap_or(Duration::from_millis(100));
+        match &fd {
+            Some(fd) => {
+                tokio::select! {
+                    guard = fd.readable() => {
+                        if let Ok(mut guard) = guard {
+                            guard.get_inner().drain();
+                            guard.clear_ready();
+                        }
+                    }
+                    _ = tokio::time::sleep(sleep) => {}
+                }
+            }
+            None => tokio::time::sleep(sleep.min(Duration::from_millis(1))).await,
+        }
+        shard.borrow_mut().drive();
+    }
+}

@@ -1,0 +1,677 @@
+//! A shard: one thread, pinned to a core, owning a share of the ledgers (by hash of the ledger
+//! id), its own journal and io_uring, and the connections the kernel hands its listener.
+//!
+//! Everything a shard does runs on its thread, in a tokio current-thread runtime: decoding a
+//! frame, applying the ledger rules, appending to the journal, noticing the sync's completion
+//! (through the ring's eventfd) and encoding the reply. The only hand-offs are for requests about
+//! another shard's ledgers: they cross a bounded queue to the owner, and the reply comes back
+//! through the origin shard's reply queue (unbounded, but it only carries replies to requests
+//! the bounded queue admitted). A full queue is answered with ETOOMANYREQUESTS.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::Path;
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use journal::{AppendError, Journal, Lsn};
+use net::{
+    AuthMessage, OperationType, ReadFlag, Request, RequestFrame, Response, ResponseFrame,
+    ResponseHeader, StatusCode,
+};
+use storage::{DriverKind, RealStorage, Storage};
+use tokio::sync::mpsc;
+
+use crate::config::BookieConfig;
+use crate::conn::Conn;
+use crate::ledger::{Decision, LedgerTable};
+use crate::record::{JournalRecord, HEADER_MAX};
+
+/// A request for a ledger another shard owns.
+pub struct RemoteRequest {
+    pub origin: usize,
+    pub conn_id: u64,
+    pub frame: RequestFrame,
+}
+
+/// A reply travelling back to the shard that holds the connection.
+pub struct RemoteReply {
+    pub conn_id: u64,
+    pub frame: ResponseFrame,
+}
+
+/// How other shards reach this one.
+#[derive(Clone)]
+pub struct ShardHandle {
+    pub requests: mpsc::Sender<RemoteRequest>,
+    pub replies: mpsc::UnboundedSender<RemoteReply>,
+}
+
+/// The receiving ends, owned by the shard's thread.
+pub struct ShardInbox {
+    pub requests: mpsc::Receiver<RemoteRequest>,
+    pub replies: mpsc::UnboundedReceiver<RemoteReply>,
+}
+
+/// Which shard owns `ledger`.
+pub fn shard_of(ledger: i64, shards: usize) -> usize {
+    let h = (ledger as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    ((h >> 32) % shards as u64) as usize
+}
+
+/// Where a reply goes.
+enum Responder {
+    Local {
+        conn: Rc<Conn>,
+        header: ResponseHeader,
+    },
+    Remote {
+        origin: usize,
+        conn_id: u64,
+        header: ResponseHeader,
+    },
+}
+
+struct Pending {
+    lsn: Lsn,
+    to: Responder,
+    reply: Response,
+}
+
+struct Watcher {
+    id: u64,
+    entry: i64,
+    previous_lac: i64,
+    flag: Option<ReadFlag>,
+    to: Responder,
+}
+
+/// Counters for logs and (later) metrics; read through `Debug` in the shutdown log.
+#[allow(dead_code)]
+#[derive(Default, Debug, Clone)]
+pub struct ShardStats {
+    pub ledgers: usize,
+    pub write_cache_bytes: usize,
+    pub requests: u64,
+    pub remote_requests: u64,
+    pub rejected_busy: u64,
+}
+
+/// A shard's state. Lives in an `Rc<RefCell<_>>` on the shard's thread.
+pub struct Shard {
+    pub id: usize,
+    shards: usize,
+    peers: Arc<Vec<ShardHandle>>,
+    table: LedgerTable,
+    journal: Journal<RealStorage>,
+    driver: DriverKind,
+    pending: VecDeque<Pending>,
+    watchers: HashMap<i64, Vec<Watcher>>,
+    next_watch: u64,
+    conns: HashMap<u64, Weak<Conn>>,
+    started: Instant,
+    ledger_dir: std::path::PathBuf,
+    read_only: bool,
+    pub stats: ShardStats,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Shard {
+    /// Opens the shard's journal (replaying it into the ledger table).
+    pub fn open(
+        id: usize,
+        config: &BookieConfig,
+        peers: Arc<Vec<ShardHandle>>,
+    ) -> Result<Shard, String> {
+        let journal_dir = config.journal_dir.join(format!("shard-{id}"));
+        let ledger_dir = config.ledger_dir.join(format!("shard-{id}"));
+        std::fs::create_dir_all(&ledger_dir)
+            .map_err(|e| format!("cannot create {}: {e}", ledger_dir.display()))?;
+        let storage = storage::open_dir_with(
+            &journal_dir,
+            1024,
+            config.force_psync,
+            storage::uring::UringWake::EventFd,
+        )
+        .map_err(|e| {
+            format!(
+                "cannot open journal directory {}: {e}",
+                journal_dir.display()
+            )
+        })?;
+        let driver = storage.kind();
+        let mut table = LedgerTable::new(config.write_cache_bytes);
+        let mut unreadable = 0u64;
+        let started = Instant::now();
+        let now = now_ms();
+        let journal = Journal::open(
+            storage,
+            config.journal.clone(),
+            Lsn(0),
+            &mut |_, payload| match JournalRecord::decode(payload) {
+                Some(record) => table.replay(record, now),
+                None => unreadable += 1,
+            },
+        )
+        .map_err(|e| format!("journal {}: {e}", journal_dir.display()))?;
+        if unreadable > 0 {
+            return Err(format!(
+                "journal {}: {unreadable} records of an unknown type; refusing to start",
+                journal_dir.display()
+            ));
+        }
+        let report = journal.recovery_report();
+        log::info!(
+            "shard {id}: journal {} ({}) replayed {} records of {} ledgers in {:.0} ms{}",
+            journal_dir.display(),
+            driver.name(),
+            report.records_replayed,
+            table.len(),
+            started.elapsed().as_secs_f64() * 1e3,
+            report
+                .torn_tail
+                .as_ref()
+                .map(|(f, o, k)| format!("; torn tail cut in {f} at {o} ({k})"))
+                .unwrap_or_default()
+        );
+        Ok(Shard {
+            id,
+            shards: peers.len(),
+            peers,
+            table,
+            journal,
+            driver,
+            pending: VecDeque::with_capacity(4096),
+            watchers: HashMap::new(),
+            next_watch: 0,
+            conns: HashMap::new(),
+            started,
+            ledger_dir,
+            read_only: false,
+            stats: ShardStats::default(),
+        })
+    }
+
+    /// The journal ring's eventfd (io_uring), or `None` (psync completes inside `submit`).
+    pub fn journal_eventfd(&self) -> Option<RawFd> {
+        self.journal.storage().eventfd()
+    }
+
+    pub fn next_deadline(&self) -> Option<Duration> {
+        self.journal
+            .next_deadline_us()
+            .map(|d| Duration::from_micros(d.saturating_sub(self.now_us())))
+    }
+
+    fn now_us(&self) -> u64 {
+        self.started.elapsed().as_micros() as u64
+    }
+
+    pub fn register_connection(&mut self, conn: &Rc<Conn>) {
+        self.conns.insert(conn.id, Rc::downgrade(conn));
+    }
+
+    pub fn forget_connection(&mut self, id: u64) {
+        self.conns.remove(&id);
+    }
+
+    /// Entry point for a frame read from one of this shard's connections.
+    pub fn dispatch(&mut self, frame: RequestFrame, conn: &Rc<Conn>) {
+        self.stats.requests += 1;
+        let header = frame.reply_header();
+        let local = |conn: &Rc<Conn>| Responder::Local {
+            conn: conn.clone(),
+            header,
+        };
+        let supported = frame.header.is_version_supported();
+        let ledger = match &frame.request {
+            Request::Auth(_) => {
+                let reply = Response::Auth {
+                    status: StatusCode::EOK,
+                    message: AuthMessage::auth_disabled(),
+                };
+                return self.respond(local(conn), reply);
+            }
+            Request::StartTls => {
+                // TLS is not configured: the Java bookie refuses with EBADREQ.
+                let reply = Response::Error {
+                    operation: OperationType::StartTls,
+                    status: StatusCode::EBADREQ,
+                };
+                return self.respond(local(conn), reply);
+            }
+            _ if !supported => {
+                let reply = frame.request.error_response(StatusCode::EBADVERSION);
+                return self.respond(local(conn), reply);
+            }
+            Request::Unsupported { .. } => {
+                let reply = frame.request.error_response(StatusCode::EBADREQ);
+                return self.respond(local(conn), reply);
+            }
+            Request::GetBookieInfo { requested } => {
+                let reply = bookie_info(&self.ledger_dir, requested.unwrap_or(0));
+                return self.respond(local(conn), reply);
+            }
+            Request::AddEntry { ledger_id, .. }
+            | Request::ReadEntry { ledger_id, .. }
+            | Request::BatchReadEntry { ledger_id, .. }
+            | Request::WriteLac { ledger_id, .. }
+            | Request::ReadLac { ledger_id, .. }
+            | Request::ForceLedger { ledger_id }
+            | Request::GetListOfEntriesOfLedger { ledger_id } => *ledger_id,
+        };
+        let owner = shard_of(ledger, self.shards);
+        if owner == self.id {
+            return self.handle(frame, local(conn));
+        }
+        self.stats.remote_requests += 1;
+        let remote = RemoteRequest {
+            origin: self.id,
+            conn_id: conn.id,
+            frame,
+        };
+        if let Err(err) = self.peers[owner].requests.try_send(remote) {
+            self.stats.rejected_busy += 1;
+            let frame = match err {
+                mpsc::error::TrySendError::Full(r) | mpsc::error::TrySendError::Closed(r) => {
+                    r.frame
+                }
+            };
+            let reply = frame.request.error_response(StatusCode::ETOOMANYREQUESTS);
+            self.respond(local(conn), reply);
+        }
+    }
+
+    /// A request from another shard about one of ours.
+    pub fn handle_remote(&mut self, request: RemoteRequest) {
+        let to = Responder::Remote {
+            origin: request.origin,
+            conn_id: request.conn_id,
+            header: request.frame.reply_header(),
+        };
+        self.handle(request.frame, to);
+    }
+
+    /// A reply from another shard for one of our connections.
+    pub fn deliver_remote_reply(&mut self, reply: RemoteReply) {
+        if let Some(conn) = self.conns.get(&reply.conn_id).and_then(Weak::upgrade) {
+            conn.send(&reply.frame);
+        }
+    }
+
+    /// Applies the ledger rules to a request this shard owns.
+    fn handle(&mut self, frame: RequestFrame, to: Responder) {
+        let v3 = !frame.header.is_v2();
+        let now = now_ms();
+        let decision = match &frame.request {
+            Request::AddEntry {
+                ledger_id,
+                entry_id,
+                master_key,
+                body,
+                recovery,
+                ..
+            } => {
+                if self.read_only {
+                    Decision::Reply(frame.request.error_response(StatusCode::EREADONLY))
+                } else {
+                    let d = self.table.add(
+                        *ledger_id,
+                        *entry_id,
+                        master_key,
+                        body.clone(),
+                        *recovery,
+                        now,
+                    );
+                    self.wake_watchers(*ledger_id);
+                    d
+                }
+            }
+            Request::ReadEntry {
+                ledger_id,
+                entry_id,
+                master_key,
+                flag,
+                previous_lac,
+                time_out,
+            } => {
+                let d = self.table.read(
+                    *ledger_id,
+                    *entry_id,
+                    *flag,
+                    master_key.as_ref(),
+                    *previous_lac,
+                    *time_out,
+                    v3,
+                    now,
+                );
+                if *flag == Some(ReadFlag::FenceLedger) {
+                    self.wake_watchers(*ledger_id);
+                }
+                if let Decision::WaitLac {
+                    ledger,
+                    previous_lac,
+                    timeout_ms,
+                } = d
+                {
+                    return self.watch(ledger, *entry_id, previous_lac, *flag, timeout_ms, to);
+                }
+                d
+            }
+            Request::BatchReadEntry {
+                ledger_id,
+                start_entry_id,
+                request_id,
+                max_count,
+                max_size,
+                fence,
+                master_key,
+            } => self.table.batch_read(
+                *ledger_id,
+                *start_entry_id,
+                *request_id,
+                *max_count,
+                *max_size,
+                *fence,
+                master_key.as_ref(),
+            ),
+            Request::WriteLac {
+                ledger_id,
+                master_key,
+                body,
+                ..
+            } => {
+                if self.read_only {
+                    Decision::Reply(frame.request.error_response(StatusCode::EREADONLY))
+                } else {
+                    let d = self
+                        .table
+                        .write_lac(*ledger_id, master_key, body.clone(), now);
+                    self.wake_watchers(*ledger_id);
+                    d
+                }
+            }
+            Request::ReadLac { ledger_id } => Decision::Reply(self.table.read_lac(*ledger_id)),
+            Request::ForceLedger { ledger_id } => self.table.force_ledger(*ledger_id),
+            Request::GetListOfEntriesOfLedger { ledger_id } => {
+                Decision::Reply(self.table.list_entries(*ledger_id))
+            }
+            // Answered by `dispatch` on the connection's shard.
+            Request::Auth(_)
+            | Request::StartTls
+            | Request::GetBookieInfo { .. }
+            | Request::Unsupported { .. } => {
+                Decision::Reply(frame.request.error_response(StatusCode::EBADREQ))
+            }
+        };
+        self.carry_out(decision, &frame.request, to);
+    }
+
+    fn carry_out(&mut self, decision: Decision, request: &Request, to: Responder) {
+        match decision {
+            Decision::Reply(reply) => self.respond(to, reply),
+            Decision::Journal {
+                master_key,
+                record,
+                reply,
+            } => {
+                let mut last = None;
+                for r in [master_key, record].into_iter().flatten() {
+                    match self.append(&r) {
+                        Ok(lsn) => last = Some(lsn),
+                        Err(status) => {
+                            return self.respond(to, request.error_response(status));
+                        }
+                    }
+                }
+                match last {
+                    Some(lsn) => self.pending.push_back(Pending { lsn, to, reply }),
+                    None => self.respond(to, reply),
+                }
+            }
+            Decision::AfterDurable(reply) => {
+                let lsn = Lsn(self.journal.next_lsn().0 - 1);
+                if lsn <= self.journal.durable_lsn() {
+                    self.respond(to, reply);
+                } else {
+                    self.pending.push_back(Pending { lsn, to, reply });
+                }
+            }
+            Decision::WaitLac { .. } => {
+                unreachable!("long polls are registered by handle")
+            }
+        }
+    }
+
+    fn append(&mut self, record: &JournalRecord) -> Result<Lsn, StatusCode> {
+        let mut header = [0u8; HEADER_MAX];
+        let (n, rest) = record.encode(&mut header);
+        let now = self.now_us();
+        match self.journal.append_parts(&[&header[..n], rest], now) {
+            Ok(lsn) => Ok(lsn),
+            Err(AppendError::Backpressure) => {
+                self.stats.rejected_busy += 1;
+                Err(StatusCode::ETOOMANYREQUESTS)
+            }
+            Err(AppendError::TooLarge { .. }) => Err(StatusCode::EBADREQ),
+            Err(AppendError::Stopped(_)) => {
+                self.read_only = true;
+                Err(StatusCode::EIO)
+            }
+        }
+    }
+
+    fn respond(&mut self, to: Responder, reply: Response) {
+        match to {
+            Responder::Local { conn, header } => conn.send(&ResponseFrame {
+                header,
+                response: reply,
+            }),
+            Responder::Remote {
+                origin,
+                conn_id,
+                header,
+            } => {
+                let frame = ResponseFrame {
+                    header,
+                    response: reply,
+                };
+                // The origin shard only stops at process exit.
+                let _ = self.peers[origin]
+                    .replies
+                    .send(RemoteReply { conn_id, frame });
+            }
+        }
+    }
+
+    /// Registers a long poll; the shard's timer task expires it.
+    fn watch(
+        &mut self,
+        ledger: i64,
+        entry: i64,
+        previous_lac: i64,
+        flag: Option<ReadFlag>,
+        timeout_ms: u64,
+        to: Responder,
+    ) {
+        let id = self.next_watch;
+        self.next_watch += 1;
+        self.watchers.entry(ledger).or_default().push(Watcher {
+            id,
+            entry,
+            previous_lac,
+            flag,
+            to,
+        });
+        let timeout = Duration::from_millis(timeout_ms);
+        let shard = SHARD.with(|s| s.borrow().clone());
+        if let Some(shard) = shard.and_then(|w| w.upgrade()) {
+            tokio::task::spawn_local(async move {
+                tokio::time::sleep(timeout).await;
+                shard.borrow_mut().expire_watcher(ledger, id);
+            });
+        }
+    }
+
+    fn expire_watcher(&mut self, ledger: i64, id: u64) {
+        let Some(list) = self.watchers.get_mut(&ledger) else {
+            return;
+        };
+        if let Some(i) = list.iter().position(|w| w.id == id) {
+            let w = list.swap_remove(i);
+            if list.is_empty() {
+                self.watchers.remove(&ledger);
+            }
+            let reply = self
+                .table
+                .long_poll_reply(ledger, w.entry, w.previous_lac, w.flag);
+            self.respond(w.to, reply);
+        }
+    }
+
+    /// Answers the long polls whose wait is over (the LAC passed, or the ledger was fenced).
+    fn wake_watchers(&mut self, ledger: i64) {
+        let Some(l) = self.table.get(ledger) else {
+            return;
+        };
+        let (lac, fenced) = (l.lac, l.fenced);
+        let Some(list) = self.watchers.remove(&ledger) else {
+            return;
+        };
+        let (ready, waiting): (Vec<Watcher>, Vec<Watcher>) = list
+            .into_iter()
+            .partition(|w| lac > w.previous_lac || fenced);
+        if !waiting.is_empty() {
+            self.watchers.insert(ledger, waiting);
+        }
+        for w in ready {
+            let reply = self
+                .table
+                .long_poll_reply(ledger, w.entry, w.previous_lac, w.flag);
+            self.respond(w.to, reply);
+        }
+    }
+
+    /// Makes journal progress and sends the replies that became durable.
+    pub fn drive(&mut self) {
+        let passes = if self.driver == DriverKind::Psync {
+            4
+        } else {
+            1
+        };
+        for _ in 0..passes {
+            let now = self.now_us();
+            if let Err(err) = self.journal.tick(now, true) {
+                if !self.read_only {
+                    log::error!("shard {}: {err}; the shard is read-only now", self.id);
+                }
+                self.read_only = true;
+                break;
+            }
+            if !self.journal.has_pending() {
+                break;
+            }
+        }
+        let durable = self.journal.durable_lsn();
+        while self.pending.front().is_some_and(|p| p.lsn <= durable) {
+            let p = self.pending.pop_front().expect("front");
+            self.respond(p.to, p.reply);
+        }
+        if self.read_only && self.journal.stopped().is_some() {
+            // Nothing pending will ever be durable: fail it rather than hang the clients.
+            while let Some(p) = self.pending.pop_front() {
+                let status = StatusCode::EIO;
+                let reply = match p.reply {
+                    Response::AddEntry {
+                        ledger_id,
+                        entry_id,
+                        ..
+                    } => Response::AddEntry {
+                        status,
+                        ledger_id,
+                        entry_id,
+                    },
+                    other => Response::Error {
+                        operation: other.operation(),
+                        status,
+                    },
+                };
+                self.respond(p.to, reply);
+            }
+        }
+    }
+
+    /// Counters, with the current ledger count and write-cache size.
+    pub fn stats(&self) -> ShardStats {
+        ShardStats {
+            ledgers: self.table.len(),
+            write_cache_bytes: self.table.cached_bytes(),
+            ..self.stats.clone()
+        }
+    }
+
+    /// Closes the open group and waits until everything appended is durable (shutdown).
+    pub fn flush(&mut self) {
+        if let Err(err) = self.journal.flush() {
+            log::error!("shard {}: final journal flush failed: {err}", self.id);
+        }
+        self.drive();
+    }
+}
+
+thread_local! {
+    /// The shard of this thread, for tasks spawned from inside a borrow of it.
+    pub static SHARD: RefCell<Option<Weak<RefCell<Shard>>>> = const { RefCell::new(None) };
+}
+
+/// GET_BOOKIE_INFO: capacity and free space of the ledger directory's file system.
+fn bookie_info(dir: &Path, requested: i64) -> Response {
+    const TOTAL_DISK_CAPACITY: i64 = 0x01;
+    const FREE_DISK_SPACE: i64 = 0x02;
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap_or_default();
+    // SAFETY: `path` is NUL-terminated and `stat` is a valid out-parameter.
+    let rc = unsafe { libc::statvfs(path.as_ptr(), &mut stat) };
+    if rc != 0 {
+        return Response::GetBookieInfo {
+            status: StatusCode::EIO,
+            total_disk_capacity: None,
+            free_disk_space: None,
+        };
+    }
+    let total = (stat.f_blocks as i64).saturating_mul(stat.f_frsize as i64);
+    let free = (stat.f_bavail as i64).saturating_mul(stat.f_frsize as i64);
+    Response::GetBookieInfo {
+        status: StatusCode::EOK,
+        total_disk_capacity: (requested & TOTAL_DISK_CAPACITY != 0).then_some(total),
+        free_disk_space: (requested & FREE_DISK_SPACE != 0).then_some(free),
+    }
+}
+
+/// The journal ring's eventfd, for `AsyncFd`.
+pub struct EventFd(pub RawFd);
+
+impl AsRawFd for EventFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+impl EventFd {
+    /// Reads (resets) the counter; EAGAIN when nothing was signalled.
+    pub fn drain(&self) {
+        let mut value = 0u64;
+        // SAFETY: reads 8 bytes into a u64 from a non-blocking eventfd.
+        unsafe {
+            libc::read(self.0, (&mut value as *mut u64).cast(), 8);
+        }
+    }
+}
