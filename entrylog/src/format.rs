@@ -137,4 +137,49 @@ mod tests {
         }
         assert_eq!(parse_file_name("00000000000000ff.jrnl"), None);
     }
+
+    /// FORMAT.md states the same magics, versions and sizes as the code.
+    #[test]
+    fn format_doc_matches_constants() {
+        let doc = include_str!("../FORMAT.md");
+        for magic in [
+            &SEGMENT_MAGIC[..],
+            &RUN_MAGIC,
+            &META_MAGIC,
+            &MANIFEST_MAGIC,
+            &ENTRY_MAGIC,
+        ] {
+            let m = std::str::from_utf8(magic).unwrap();
+            assert!(doc.contains(&format!("magic `{m}`")), "{m}");
+        }
+        let rows = [
+            "| 4092 | 4 | CRC32C of bytes 0..4092 |".to_string(),
+            "| 8 | 4 | body length L |".to_string(),
+            format!("up to {RECORDS_PER_BLOCK} records at offsets `{INDEX_RECORD_BYTES} * i`"),
+            format!("| 12 | 4 | records per block ({RECORDS_PER_BLOCK}) |"),
+            format!(
+                "| {} | 4 | trailer: record count (1..={RECORDS_PER_BLOCK}) |",
+                BLOCK - BLOCK_TRAILER_BYTES
+            ),
+            format!("Entry (header {ENTRY_HEADER_BYTES} B"),
+            format!("Header ({META_HEADER_BYTES} B)"),
+            format!("Record ({META_RECORD_FIXED_BYTES} B fixed"),
+            format!("| {MANIFEST_HEADER_BYTES} | 16 S |"),
+            format!("Header block ({BLOCK} B)"),
+        ];
+        for row in rows {
+            assert!(doc.contains(&row), "FORMAT.md lacks: {row}");
+        }
+        assert_eq!(
+            (
+                SEGMENT_VERSION,
+                ENTRY_VERSION,
+                RUN_VERSION,
+                META_VERSION,
+                MANIFEST_VERSION
+            ),
+            (1, 1, 1, 1, 1)
+        );
+        assert!(doc.contains("version 1"));
+    }
 }

@@ -431,3 +431,63 @@ fn real_disk_flush_and_read() {
     let mut reader = Reader::new(storage::open_dir(dir.path(), 64, false).unwrap(), &config);
     check_model(&store, &mut reader, &model);
 }
+
+/// A reader holding an old view keeps reading it after merges retire that view's runs: the
+/// files are removed only once no view holds them.
+#[test]
+fn old_view_survives_merges() {
+    let disk = SimDisk::new(SimConfig::new(8).with_latency_us(1, 20));
+    let config = LedgerStoreConfig {
+        max_index_runs: 2,
+        ..small_config()
+    };
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    for r in 0..2u64 {
+        store
+            .flush(&FlushBatch {
+                entries: vec![(1, r, body(1, r, 0, 50))],
+                ledgers: vec![],
+                journal_mark: r + 1,
+            })
+            .unwrap();
+    }
+    let old = store.snapshot();
+    let old_runs: Vec<u64> = old.runs().iter().map(|r| r.id).collect();
+    for r in 2..8u64 {
+        let s = store
+            .flush(&FlushBatch {
+                entries: vec![(1, r, body(1, r, 0, 50))],
+                ledgers: vec![],
+                journal_mark: r + 1,
+            })
+            .unwrap();
+        assert_eq!(s.merge_failures, 0);
+    }
+    let new = store.snapshot();
+    assert!(
+        new.runs().iter().all(|r| !old_runs.contains(&r.id)),
+        "old runs still live"
+    );
+    // The old view still reads (its run files are still there).
+    for r in 0..2u64 {
+        assert_eq!(reader.read(&old, 1, r).unwrap(), Some(body(1, r, 0, 50)));
+    }
+    assert_eq!(
+        reader.entries_of(&new, 1).unwrap(),
+        (0..8).collect::<Vec<_>>()
+    );
+    drop(old);
+    store
+        .flush(&FlushBatch {
+            journal_mark: 100,
+            ..FlushBatch::default()
+        })
+        .unwrap();
+    let idx = disk
+        .volatile_names("l")
+        .iter()
+        .filter(|n| n.ends_with(".idx"))
+        .count();
+    assert_eq!(idx, store.snapshot().runs().len());
+}
