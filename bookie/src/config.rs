@@ -4,6 +4,9 @@
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
+use entrylog::LedgerStoreConfig;
 use journal::JournalConfig;
 
 #[derive(Clone, Debug)]
@@ -34,6 +37,12 @@ pub struct BookieConfig {
     /// Use the psync driver even where io_uring works.
     pub force_psync: bool,
     pub journal: JournalConfig,
+    /// Flush the write cache at least this often (`flushInterval`, 60 s); it also flushes
+    /// whenever it is half full.
+    pub flush_interval: Duration,
+    /// Cache-miss reads waiting for a shard's reader; beyond it, ETOOMANYREQUESTS.
+    pub read_queue: usize,
+    pub ledger_store: LedgerStoreConfig,
 }
 
 impl Default for BookieConfig {
@@ -56,6 +65,9 @@ impl Default for BookieConfig {
                 max_group_wait_us: 1_000,
                 ..JournalConfig::default()
             },
+            flush_interval: Duration::from_secs(60),
+            read_queue: 1024,
+            ledger_store: LedgerStoreConfig::default(),
         }
     }
 }

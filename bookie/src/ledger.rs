@@ -39,6 +39,9 @@ pub struct Ledger {
     pub explicit_lac: Option<Bytes>,
     /// The write cache: entries not yet in ledger storage.
     pub entries: BTreeMap<i64, Bytes>,
+    /// Highest entry id handed to ledger storage (flushing or flushed), if any: entries not in
+    /// the caches may be on disk only when this is set.
+    pub persisted_last: Option<i64>,
 }
 
 impl Ledger {
@@ -50,11 +53,62 @@ impl Ledger {
             lac_updated_ms: 0,
             explicit_lac: None,
             entries: BTreeMap::new(),
+            persisted_last: None,
         }
     }
 
-    fn last_entry(&self) -> Option<(i64, &Bytes)> {
-        self.entries.last_key_value().map(|(k, v)| (*k, v))
+    fn last_cached(&self) -> Option<i64> {
+        self.entries.last_key_value().map(|(k, _)| *k)
+    }
+}
+
+/// A read the caches cannot answer: a reader thread asks ledger storage.
+#[derive(Debug, Clone)]
+pub enum DiskRead {
+    /// One entry; the reply says `reply_entry_id` (-1 stays -1 for "last entry").
+    Entry {
+        ledger: i64,
+        entry: i64,
+        reply_entry_id: i64,
+        max_lac: Option<i64>,
+    },
+    /// v2 batch read from `start`.
+    Batch {
+        ledger: i64,
+        start: i64,
+        request_id: i64,
+        max_count: i32,
+        max_size: i64,
+    },
+    /// The entry ids of a ledger: those on disk plus `cached`.
+    List { ledger: i64, cached: Vec<i64> },
+    /// READ_LAC whose last entry is on disk.
+    ReadLac {
+        ledger: i64,
+        entry: i64,
+        lac_body: Option<Bytes>,
+    },
+}
+
+/// A reply, or the disk read that will produce it.
+#[derive(Debug)]
+pub enum Answer {
+    Now(Response),
+    Disk(DiskRead),
+}
+
+impl From<Answer> for Decision {
+    fn from(a: Answer) -> Decision {
+        match a {
+            Answer::Now(r) => Decision::Reply(r),
+            Answer::Disk(d) => Decision::ReadDisk(d),
+        }
+    }
+}
+
+impl From<Response> for Answer {
+    fn from(r: Response) -> Answer {
+        Answer::Now(r)
     }
 }
 
@@ -63,12 +117,14 @@ impl Ledger {
 pub enum Decision {
     /// Send this reply now.
     Reply(Response),
-    /// Append the records (a new ledger's master key first, when present) and send the reply
-    /// once the last one is durable.
+    /// Hand this read to a reader thread.
+    ReadDisk(DiskRead),
+    /// Append the records (a new ledger's master key first, when present) and answer once the
+    /// last one is durable.
     Journal {
         master_key: Option<JournalRecord>,
         record: Option<JournalRecord>,
-        reply: Response,
+        reply: Answer,
     },
     /// Send the reply once every record appended so far is durable.
     AfterDurable(Response),
@@ -84,7 +140,10 @@ pub enum Decision {
 /// The ledgers a shard owns.
 pub struct LedgerTable {
     ledgers: HashMap<i64, Ledger>,
+    /// Entries being flushed to ledger storage (readable until the flush completes).
+    frozen: HashMap<i64, BTreeMap<i64, Bytes>>,
     cached_bytes: usize,
+    frozen_bytes: usize,
     cache_limit_bytes: usize,
 }
 
@@ -97,9 +156,91 @@ impl LedgerTable {
     pub fn new(cache_limit_bytes: usize) -> LedgerTable {
         LedgerTable {
             ledgers: HashMap::new(),
+            frozen: HashMap::new(),
             cached_bytes: 0,
+            frozen_bytes: 0,
             cache_limit_bytes,
         }
+    }
+
+    /// Loads the ledgers ledger storage recovered (before the journal replay).
+    pub fn load(&mut self, metas: Vec<entrylog::LedgerMeta>) {
+        for m in metas.into_iter().filter(|m| !m.deleted) {
+            let mut l = Ledger::new(m.master_key);
+            l.fenced = m.fenced;
+            l.lac = m.lac.map(|v| v as i64).unwrap_or(-1);
+            l.explicit_lac = m.explicit_lac;
+            l.persisted_last = m.last_entry.map(|v| v as i64);
+            self.ledgers.insert(m.ledger as i64, l);
+        }
+    }
+
+    /// Moves the write cache into the frozen set and returns what to flush, unless a flush is
+    /// still in progress. `journal_mark`: every journal record below it is in the batch.
+    pub fn freeze(&mut self, journal_mark: u64) -> Option<entrylog::FlushBatch> {
+        if !self.frozen.is_empty() {
+            return None;
+        }
+        let mut entries = Vec::new();
+        let mut ledgers = Vec::with_capacity(self.ledgers.len());
+        for (&id, l) in self.ledgers.iter_mut() {
+            let cached = std::mem::take(&mut l.entries);
+            if let Some(last) = cached.keys().next_back() {
+                l.persisted_last = l.persisted_last.max(Some(*last));
+            }
+            entries.extend(
+                cached
+                    .iter()
+                    .map(|(e, b)| (id as u64, *e as u64, b.clone())),
+            );
+            if !cached.is_empty() {
+                self.frozen.insert(id, cached);
+            }
+            ledgers.push(entrylog::LedgerMeta {
+                ledger: id as u64,
+                master_key: l.master_key.clone(),
+                fenced: l.fenced,
+                deleted: false,
+                explicit_lac: l.explicit_lac.clone(),
+                last_entry: l.persisted_last.map(|v| v as u64),
+                lac: (l.lac >= 0).then_some(l.lac as u64),
+            });
+        }
+        self.frozen_bytes = self.cached_bytes;
+        self.cached_bytes = 0;
+        Some(entrylog::FlushBatch {
+            entries,
+            ledgers,
+            journal_mark,
+        })
+    }
+
+    /// The flush of the frozen set completed: ledger storage serves those entries now.
+    pub fn flush_done(&mut self) {
+        self.frozen.clear();
+        self.frozen_bytes = 0;
+    }
+
+    /// Bytes waiting in the frozen set.
+    pub fn frozen_bytes(&self) -> usize {
+        self.frozen_bytes
+    }
+
+    /// The entry from the write cache or the frozen set.
+    fn cached(&self, ledger: i64, entry: i64) -> Option<&Bytes> {
+        self.ledgers
+            .get(&ledger)
+            .and_then(|l| l.entries.get(&entry))
+            .or_else(|| self.frozen.get(&ledger).and_then(|f| f.get(&entry)))
+    }
+
+    /// The highest entry id this bookie has for the ledger, in memory or on disk.
+    fn last_entry_id(&self, ledger: i64, l: &Ledger) -> Option<i64> {
+        let frozen = self
+            .frozen
+            .get(&ledger)
+            .and_then(|f| f.keys().next_back().copied());
+        l.last_cached().max(frozen).max(l.persisted_last)
     }
 
     pub fn get(&self, ledger: i64) -> Option<&Ledger> {
@@ -220,7 +361,7 @@ impl LedgerTable {
         if entry < 0 {
             return reply(StatusCode::EBADREQ);
         }
-        let cached = self.cached_bytes;
+        let cached = self.cached_bytes + self.frozen_bytes;
         let limit = self.cache_limit_bytes;
         let (l, created) = match Self::open_with_key(&mut self.ledgers, ledger, master_key) {
             Ok(v) => v,
@@ -244,11 +385,11 @@ impl LedgerTable {
                 entry,
                 body,
             }),
-            reply: Response::AddEntry {
+            reply: Answer::Now(Response::AddEntry {
                 status: StatusCode::EOK,
                 ledger_id: ledger,
                 entry_id: entry,
-            },
+            }),
         }
     }
 
@@ -263,14 +404,13 @@ impl LedgerTable {
         previous_lac: Option<i64>,
         timeout_ms: Option<i64>,
         v3: bool,
-        now_ms: i64,
     ) -> Decision {
         if flag == Some(ReadFlag::FenceLedger) {
             return self.fence_read(ledger, entry, master_key, v3);
         }
         if let (Some(previous_lac), true) = (previous_lac, v3) {
             let Some(l) = self.ledgers.get(&ledger) else {
-                return Decision::Reply(self.entry_reply(ledger, entry, v3, false));
+                return self.entry_answer(ledger, entry, v3, false).into();
             };
             if flag == Some(ReadFlag::EntryPiggyback) && entry != LAST_ENTRY {
                 return Decision::Reply(Response::ReadEntry {
@@ -285,14 +425,13 @@ impl LedgerTable {
             if l.lac > previous_lac || l.fenced {
                 return Decision::Reply(self.long_poll_reply(ledger, entry, previous_lac, flag));
             }
-            let _ = now_ms;
             return Decision::WaitLac {
                 ledger,
                 previous_lac,
                 timeout_ms: timeout_ms.unwrap_or(0).max(0) as u64,
             };
         }
-        Decision::Reply(self.entry_reply(ledger, entry, v3, true))
+        self.entry_answer(ledger, entry, v3, true).into()
     }
 
     fn fence_read(
@@ -324,7 +463,7 @@ impl LedgerTable {
             key: key.clone(),
         });
         // Fence reads carry no LAC in their reply (protocol.md §3.5).
-        let reply = self.entry_reply(ledger, entry, v3, false);
+        let reply = self.entry_answer(ledger, entry, v3, false);
         Decision::Journal {
             master_key: key_record,
             record: newly_fenced.then_some(JournalRecord::Fence { ledger }),
@@ -332,37 +471,60 @@ impl LedgerTable {
         }
     }
 
-    /// The reply to a plain read of `entry` (or the last entry for -1).
-    pub fn entry_reply(&self, ledger: i64, entry: i64, v3: bool, with_lac: bool) -> Response {
-        let (status, body) = match self.ledgers.get(&ledger) {
-            None => (StatusCode::ENOLEDGER, None),
-            Some(l) => {
-                let found = if entry == LAST_ENTRY {
-                    l.last_entry().map(|(_, b)| b.clone())
-                } else {
-                    l.entries.get(&entry).cloned()
-                };
-                match found {
-                    Some(body) => (StatusCode::EOK, Some(body)),
-                    None => (StatusCode::ENOENTRY, None),
-                }
-            }
+    /// The answer to a plain read of `entry` (or the last entry for -1): from the caches, or a
+    /// disk read when ledger storage may have it.
+    pub fn entry_answer(&self, ledger: i64, entry: i64, v3: bool, with_lac: bool) -> Answer {
+        let Some(l) = self.ledgers.get(&ledger) else {
+            return Answer::Now(Self::read_status(ledger, entry, StatusCode::ENOLEDGER));
         };
-        let max_lac = (v3 && with_lac)
-            .then(|| self.ledgers.get(&ledger).map(|l| l.lac))
-            .flatten();
+        let max_lac = (v3 && with_lac).then_some(l.lac);
+        let wanted = if entry == LAST_ENTRY {
+            match self.last_entry_id(ledger, l) {
+                Some(id) => id,
+                None => return Answer::Now(Self::read_status(ledger, entry, StatusCode::ENOENTRY)),
+            }
+        } else {
+            entry
+        };
+        if let Some(body) = self.cached(ledger, wanted) {
+            return Answer::Now(Response::ReadEntry {
+                status: StatusCode::EOK,
+                ledger_id: ledger,
+                entry_id: entry,
+                body: Some(body.clone()),
+                max_lac,
+                lac_update_timestamp: None,
+            });
+        }
+        if l.persisted_last.is_some() {
+            return Answer::Disk(DiskRead::Entry {
+                ledger,
+                entry: wanted,
+                reply_entry_id: entry,
+                max_lac,
+            });
+        }
+        let mut reply = Self::read_status(ledger, entry, StatusCode::ENOENTRY);
+        if let Response::ReadEntry { max_lac: m, .. } = &mut reply {
+            *m = max_lac;
+        }
+        Answer::Now(reply)
+    }
+
+    fn read_status(ledger: i64, entry: i64, status: StatusCode) -> Response {
         Response::ReadEntry {
             status,
             ledger_id: ledger,
             entry_id: entry,
-            body,
-            max_lac,
+            body: None,
+            max_lac: None,
             lac_update_timestamp: None,
         }
     }
 
     /// The reply to a long poll once the LAC moved (or the wait timed out): the bookie's LAC
-    /// and, with ENTRY_PIGGYBACK, entry `previous_lac + 1` when it is here.
+    /// and, with ENTRY_PIGGYBACK, entry `previous_lac + 1` when it is in memory (a missing
+    /// piggyback entry is not an error: with striping it may live on another bookie).
     pub fn long_poll_reply(
         &self,
         ledger: i64,
@@ -371,11 +533,11 @@ impl LedgerTable {
         flag: Option<ReadFlag>,
     ) -> Response {
         let Some(l) = self.ledgers.get(&ledger) else {
-            return self.entry_reply(ledger, entry, true, false);
+            return Self::read_status(ledger, entry, StatusCode::ENOLEDGER);
         };
         let (entry_id, body) = if flag == Some(ReadFlag::EntryPiggyback) {
             let next = previous_lac.saturating_add(1);
-            match l.entries.get(&next) {
+            match self.cached(ledger, next) {
                 Some(body) if l.lac >= next => (next, Some(body.clone())),
                 _ => (entry, None),
             }
@@ -407,26 +569,12 @@ impl LedgerTable {
     ) -> Decision {
         let mut fence_records = None;
         if fence {
-            let key = match master_key {
-                Some(k) => k,
-                None => {
-                    return Decision::Reply(Self::batch_status(
-                        ledger,
-                        start,
-                        request_id,
-                        StatusCode::EUA,
-                    ))
-                }
+            let eua = Self::batch_status(ledger, start, request_id, StatusCode::EUA);
+            let Some(key) = master_key else {
+                return Decision::Reply(eua);
             };
             match Self::open_with_key(&mut self.ledgers, ledger, key) {
-                Err(()) => {
-                    return Decision::Reply(Self::batch_status(
-                        ledger,
-                        start,
-                        request_id,
-                        StatusCode::EUA,
-                    ))
-                }
+                Err(()) => return Decision::Reply(eua),
                 Ok((l, created)) => {
                     let newly = !l.fenced;
                     l.fenced = true;
@@ -441,7 +589,12 @@ impl LedgerTable {
             }
         }
         let reply = match self.ledgers.get(&ledger) {
-            None => Self::batch_status(ledger, start, request_id, StatusCode::ENOLEDGER),
+            None => Answer::Now(Self::batch_status(
+                ledger,
+                start,
+                request_id,
+                StatusCode::ENOLEDGER,
+            )),
             Some(l) => {
                 let mut entries = Vec::new();
                 let mut size = 0i64;
@@ -452,7 +605,7 @@ impl LedgerTable {
                 };
                 let mut id = start;
                 while (entries.len() as i64) < limit {
-                    let Some(body) = l.entries.get(&id) else {
+                    let Some(body) = self.cached(ledger, id) else {
                         break;
                     };
                     size += body.len() as i64 + 4;
@@ -462,16 +615,29 @@ impl LedgerTable {
                     entries.push(body.clone());
                     id += 1;
                 }
-                if entries.is_empty() {
-                    Self::batch_status(ledger, start, request_id, StatusCode::ENOENTRY)
-                } else {
-                    Response::BatchReadEntry {
+                if !entries.is_empty() {
+                    Answer::Now(Response::BatchReadEntry {
                         status: StatusCode::EOK,
                         ledger_id: ledger,
                         start_entry_id: start,
                         request_id,
                         entries,
-                    }
+                    })
+                } else if l.persisted_last.is_some() {
+                    Answer::Disk(DiskRead::Batch {
+                        ledger,
+                        start,
+                        request_id,
+                        max_count,
+                        max_size,
+                    })
+                } else {
+                    Answer::Now(Self::batch_status(
+                        ledger,
+                        start,
+                        request_id,
+                        StatusCode::ENOENTRY,
+                    ))
                 }
             }
         };
@@ -481,11 +647,11 @@ impl LedgerTable {
                 record,
                 reply,
             },
-            None => Decision::Reply(reply),
+            None => reply.into(),
         }
     }
 
-    fn batch_status(ledger: i64, start: i64, request_id: i64, status: StatusCode) -> Response {
+    pub fn batch_status(ledger: i64, start: i64, request_id: i64, status: StatusCode) -> Response {
         Response::BatchReadEntry {
             status,
             ledger_id: ledger,
@@ -519,25 +685,46 @@ impl LedgerTable {
                 key: master_key.clone(),
             }),
             record: Some(JournalRecord::ExplicitLac { ledger, body }),
-            reply: Response::WriteLac {
+            reply: Answer::Now(Response::WriteLac {
                 status: StatusCode::EOK,
                 ledger_id: ledger,
-            },
+            }),
         }
     }
 
     /// READ_LAC: the explicit-LAC blob and the last entry, whichever exist.
-    pub fn read_lac(&self, ledger: i64) -> Response {
+    pub fn read_lac(&self, ledger: i64) -> Decision {
         let Some(l) = self.ledgers.get(&ledger) else {
-            return Response::ReadLac {
+            return Decision::Reply(Response::ReadLac {
                 status: StatusCode::ENOLEDGER,
                 ledger_id: ledger,
                 lac_body: None,
                 last_entry_body: None,
-            };
+            });
         };
         let lac_body = l.explicit_lac.clone();
-        let last_entry_body = l.last_entry().map(|(_, b)| b.clone());
+        let last = self.last_entry_id(ledger, l);
+        let last_entry_body = match last {
+            Some(id) => match self.cached(ledger, id) {
+                Some(b) => Some(b.clone()),
+                None => {
+                    return Decision::ReadDisk(DiskRead::ReadLac {
+                        ledger,
+                        entry: id,
+                        lac_body,
+                    })
+                }
+            },
+            None => None,
+        };
+        Decision::Reply(Self::read_lac_reply(ledger, lac_body, last_entry_body))
+    }
+
+    pub fn read_lac_reply(
+        ledger: i64,
+        lac_body: Option<Bytes>,
+        last_entry_body: Option<Bytes>,
+    ) -> Response {
         let status = if lac_body.is_none() && last_entry_body.is_none() {
             StatusCode::ENOENTRY
         } else {
@@ -560,19 +747,28 @@ impl LedgerTable {
     }
 
     /// GET_LIST_OF_ENTRIES_OF_LEDGER.
-    pub fn list_entries(&self, ledger: i64) -> Response {
-        match self.ledgers.get(&ledger) {
-            None => Response::GetListOfEntriesOfLedger {
+    pub fn list_entries(&self, ledger: i64) -> Decision {
+        let Some(l) = self.ledgers.get(&ledger) else {
+            return Decision::Reply(Response::GetListOfEntriesOfLedger {
                 status: StatusCode::ENOLEDGER,
                 ledger_id: ledger,
                 availability: None,
-            },
-            Some(l) => Response::GetListOfEntriesOfLedger {
-                status: StatusCode::EOK,
-                ledger_id: ledger,
-                availability: Some(availability::encode_entries(l.entries.keys().copied())),
-            },
+            });
+        };
+        let mut cached: Vec<i64> = l.entries.keys().copied().collect();
+        if let Some(f) = self.frozen.get(&ledger) {
+            cached.extend(f.keys().copied());
+            cached.sort_unstable();
+            cached.dedup();
         }
+        if l.persisted_last.is_some() {
+            return Decision::ReadDisk(DiskRead::List { ledger, cached });
+        }
+        Decision::Reply(Response::GetListOfEntriesOfLedger {
+            status: StatusCode::EOK,
+            ledger_id: ledger,
+            availability: Some(availability::encode_entries(cached)),
+        })
     }
 }
 
@@ -597,7 +793,11 @@ mod tests {
     fn status(d: &Decision) -> StatusCode {
         match d {
             Decision::Reply(r) | Decision::AfterDurable(r) => r.status(),
-            Decision::Journal { reply, .. } => reply.status(),
+            Decision::Journal {
+                reply: Answer::Now(reply),
+                ..
+            } => reply.status(),
+            Decision::Journal { .. } | Decision::ReadDisk(_) => panic!("needs the disk"),
             Decision::WaitLac { .. } => StatusCode::EOK,
         }
     }
@@ -632,16 +832,16 @@ mod tests {
     fn reads_and_error_codes() {
         let mut t = LedgerTable::new(1 << 30);
         assert_eq!(
-            status(&t.read(9, 0, None, None, None, None, true, 0)),
+            status(&t.read(9, 0, None, None, None, None, true)),
             StatusCode::ENOLEDGER
         );
         t.add(9, 0, &key(1), body(9, 0, -1), false, 0);
         t.add(9, 1, &key(1), body(9, 1, 0), false, 0);
         assert_eq!(
-            status(&t.read(9, 5, None, None, None, None, true, 0)),
+            status(&t.read(9, 5, None, None, None, None, true)),
             StatusCode::ENOENTRY
         );
-        match t.read(9, LAST_ENTRY, None, None, None, None, true, 0) {
+        match t.read(9, LAST_ENTRY, None, None, None, None, true) {
             Decision::Reply(Response::ReadEntry {
                 body: Some(b),
                 max_lac,
@@ -659,7 +859,7 @@ mod tests {
         again.extend_from_slice(b" (re-sent)");
         let again = Bytes::from(again);
         t.add(9, 1, &key(1), again.clone(), false, 0);
-        match t.read(9, 1, None, None, None, None, false, 0) {
+        match t.read(9, 1, None, None, None, None, false) {
             Decision::Reply(Response::ReadEntry {
                 body: Some(b),
                 max_lac: None,
@@ -679,20 +879,20 @@ mod tests {
         t.add(3, 0, &key(1), body(3, 0, -1), false, 0);
         let fence = Some(ReadFlag::FenceLedger);
         assert_eq!(
-            status(&t.read(3, 0, fence, None, None, None, true, 0)),
+            status(&t.read(3, 0, fence, None, None, None, true)),
             StatusCode::EUA
         );
         assert_eq!(
-            status(&t.read(3, 0, fence, Some(&key(2)), None, None, true, 0)),
+            status(&t.read(3, 0, fence, Some(&key(2)), None, None, true)),
             StatusCode::EUA
         );
-        match t.read(3, 0, fence, Some(&key(1)), None, None, true, 0) {
+        match t.read(3, 0, fence, Some(&key(1)), None, None, true) {
             Decision::Journal {
                 record: Some(JournalRecord::Fence { ledger: 3 }),
                 reply:
-                    Response::ReadEntry {
+                    Answer::Now(Response::ReadEntry {
                         status, max_lac, ..
-                    },
+                    }),
                 ..
             } => {
                 assert_eq!(status, StatusCode::EOK);
@@ -700,7 +900,7 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
-        match t.read(3, 0, fence, Some(&key(1)), None, None, true, 0) {
+        match t.read(3, 0, fence, Some(&key(1)), None, None, true) {
             Decision::Journal { record: None, .. } => {}
             other => panic!("fencing twice journals nothing: {other:?}"),
         }
@@ -713,11 +913,11 @@ mod tests {
             StatusCode::EOK
         );
         // Fencing an unknown ledger creates it (and journals its key).
-        match t.read(4, 0, fence, Some(&key(7)), None, None, true, 0) {
+        match t.read(4, 0, fence, Some(&key(7)), None, None, true) {
             Decision::Journal {
                 master_key: Some(_),
                 record: Some(_),
-                reply,
+                reply: Answer::Now(reply),
                 ..
             } => {
                 assert_eq!(reply.status(), StatusCode::ENOENTRY)
@@ -734,7 +934,7 @@ mod tests {
         t.add(5, 0, &key(1), body(5, 0, -1), false, 0);
         t.add(5, 1, &key(1), body(5, 1, 0), false, 7);
         let piggy = Some(ReadFlag::EntryPiggyback);
-        match t.read(5, LAST_ENTRY, piggy, None, Some(-1), Some(100), true, 0) {
+        match t.read(5, LAST_ENTRY, piggy, None, Some(-1), Some(100), true) {
             Decision::Reply(Response::ReadEntry {
                 entry_id: 0,
                 body: Some(_),
@@ -744,7 +944,7 @@ mod tests {
             }) => {}
             other => panic!("unexpected {other:?}"),
         }
-        match t.read(5, LAST_ENTRY, piggy, None, Some(0), Some(100), true, 0) {
+        match t.read(5, LAST_ENTRY, piggy, None, Some(0), Some(100), true) {
             Decision::WaitLac {
                 ledger: 5,
                 previous_lac: 0,
@@ -753,11 +953,11 @@ mod tests {
             other => panic!("unexpected {other:?}"),
         }
         assert_eq!(
-            status(&t.read(5, 3, piggy, None, Some(0), Some(100), true, 0)),
+            status(&t.read(5, 3, piggy, None, Some(0), Some(100), true)),
             StatusCode::EBADREQ
         );
         assert_eq!(
-            status(&t.read(6, LAST_ENTRY, piggy, None, Some(0), Some(100), true, 0)),
+            status(&t.read(6, LAST_ENTRY, piggy, None, Some(0), Some(100), true)),
             StatusCode::ENOLEDGER
         );
     }
@@ -766,7 +966,7 @@ mod tests {
     #[test]
     fn explicit_lac() {
         let mut t = LedgerTable::new(1 << 30);
-        assert_eq!(t.read_lac(8).status(), StatusCode::ENOLEDGER);
+        assert_eq!(status(&t.read_lac(8)), StatusCode::ENOLEDGER);
         let mut blob = Vec::new();
         blob.extend_from_slice(&8i64.to_be_bytes());
         blob.extend_from_slice(&41i64.to_be_bytes());
@@ -774,18 +974,67 @@ mod tests {
         assert_eq!(status(&d), StatusCode::EOK);
         assert_eq!(t.get(8).unwrap().lac, 41);
         match t.read_lac(8) {
-            Response::ReadLac {
+            Decision::Reply(Response::ReadLac {
                 status: StatusCode::EOK,
                 lac_body: Some(b),
                 last_entry_body: None,
                 ..
-            } => assert_eq!(&b[..], &blob[..]),
+            }) => assert_eq!(&b[..], &blob[..]),
             other => panic!("unexpected {other:?}"),
         }
         assert_eq!(
             status(&t.write_lac(8, &key(2), Bytes::from(blob), 0)),
             StatusCode::EUA
         );
+    }
+
+    /// Freezing hands every cached entry and every ledger's metadata to a flush; the frozen
+    /// entries stay readable until the flush is done, and afterwards reads go to the disk.
+    #[test]
+    fn freeze_then_disk_reads() {
+        let mut t = LedgerTable::new(1 << 30);
+        for e in 0..3 {
+            t.add(6, e, &key(1), body(6, e, e - 1), false, 0);
+        }
+        let batch = t.freeze(17).expect("a batch");
+        assert_eq!(batch.entries.len(), 3);
+        assert_eq!(batch.journal_mark, 17);
+        assert_eq!(batch.ledgers.len(), 1);
+        assert_eq!(batch.ledgers[0].last_entry, Some(2));
+        assert_eq!(batch.ledgers[0].lac, Some(1));
+        assert!(t.freeze(18).is_none(), "one flush at a time");
+        assert_eq!(
+            status(&t.read(6, 1, None, None, None, None, true)),
+            StatusCode::EOK
+        );
+        t.flush_done();
+        match t.read(6, 1, None, None, None, None, true) {
+            Decision::ReadDisk(DiskRead::Entry {
+                ledger: 6,
+                entry: 1,
+                reply_entry_id: 1,
+                max_lac: Some(1),
+            }) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+        match t.read(6, LAST_ENTRY, None, None, None, None, false) {
+            Decision::ReadDisk(DiskRead::Entry {
+                entry: 2,
+                reply_entry_id: LAST_ENTRY,
+                max_lac: None,
+                ..
+            }) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+        t.add(6, 3, &key(1), body(6, 3, 2), false, 0);
+        assert_eq!(
+            status(&t.read(6, LAST_ENTRY, None, None, None, None, true)),
+            StatusCode::EOK
+        );
+        match t.list_entries(6) {
+            Decision::ReadDisk(DiskRead::List { ledger: 6, cached }) => assert_eq!(cached, vec![3]),
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     /// Batch reads stop at the count, the size, or the first missing entry; the write cache

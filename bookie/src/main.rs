@@ -9,6 +9,7 @@
 mod config;
 mod conn;
 mod ledger;
+mod ledger_storage;
 mod record;
 mod server;
 mod shard;
@@ -74,9 +75,12 @@ struct ServeArgs {
     /// journalMaxGroupWaitMSec, in microseconds.
     #[arg(long)]
     group_wait_us: Option<u64>,
-    /// Write cache per shard, in MiB.
+    /// Write cache per shard, in MiB (flushed to ledger storage when half full).
     #[arg(long)]
     write_cache_mb: Option<usize>,
+    /// flushInterval: flush the write cache at least this often, in milliseconds.
+    #[arg(long)]
+    flush_interval_ms: Option<u64>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -130,6 +134,9 @@ fn settings(args: ServeArgs) -> BookieConfig {
     }
     if let Some(mb) = args.write_cache_mb {
         c.write_cache_bytes = mb << 20;
+    }
+    if let Some(ms) = args.flush_interval_ms {
+        c.flush_interval = std::time::Duration::from_millis(ms);
     }
     c.pin_threads = !args.no_pin;
     c.force_psync = args.psync;

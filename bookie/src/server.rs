@@ -163,8 +163,8 @@ fn shard_main(
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let shard = match Shard::open(id, &config, peers) {
-            Ok(s) => Rc::new(RefCell::new(s)),
+        let (shard, mut flush_done) = match Shard::open(id, &config, peers) {
+            Ok((s, done)) => (Rc::new(RefCell::new(s)), done),
             Err(e) => {
                 let _ = ready.send(Err(format!("shard {id}: {e}")));
                 return;
@@ -205,6 +205,14 @@ fn shard_main(
                 }
             }
         });
+        let s = shard.clone();
+        let flush_task = tokio::task::spawn_local(async move {
+            while let Some(done) = flush_done.recv().await {
+                let mut shard = s.borrow_mut();
+                shard.flush_done(done);
+                shard.drive();
+            }
+        });
         let _ = ready.send(Ok(id));
         let mut next_conn = (id as u64) << 48;
         let live = Rc::new(std::cell::Cell::new(0usize));
@@ -240,6 +248,7 @@ fn shard_main(
         requests_task.abort();
         replies_task.abort();
         journal_task.abort();
+        flush_task.abort();
         shard.borrow_mut().flush();
         // Give the connections' writers a moment to send the last replies.
         tokio::time::sleep(Duration::from_millis(50)).await;

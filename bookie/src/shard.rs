@@ -26,7 +26,8 @@ use tokio::sync::mpsc;
 
 use crate::config::BookieConfig;
 use crate::conn::Conn;
-use crate::ledger::{Decision, LedgerTable};
+use crate::ledger::{Answer, Decision, DiskRead, LedgerTable};
+use crate::ledger_storage::{self, FlushDone, LedgerStorageLink, ReadJob};
 use crate::record::{JournalRecord, HEADER_MAX};
 
 /// A request for a ledger another shard owns.
@@ -77,7 +78,7 @@ enum Responder {
 struct Pending {
     lsn: Lsn,
     to: Responder,
-    reply: Response,
+    reply: Answer,
 }
 
 struct Watcher {
@@ -114,6 +115,11 @@ pub struct Shard {
     started: Instant,
     ledger_dir: std::path::PathBuf,
     read_only: bool,
+    store: LedgerStorageLink,
+    flushing: bool,
+    last_flush: Instant,
+    flush_threshold_bytes: usize,
+    flush_interval: Duration,
     pub stats: ShardStats,
 }
 
@@ -130,7 +136,7 @@ impl Shard {
         id: usize,
         config: &BookieConfig,
         peers: Arc<Vec<ShardHandle>>,
-    ) -> Result<Shard, String> {
+    ) -> Result<(Shard, mpsc::UnboundedReceiver<FlushDone>), String> {
         let journal_dir = config.journal_dir.join(format!("shard-{id}"));
         let ledger_dir = config.ledger_dir.join(format!("shard-{id}"));
         std::fs::create_dir_all(&ledger_dir)
@@ -148,14 +154,24 @@ impl Shard {
             )
         })?;
         let driver = storage.kind();
-        let mut table = LedgerTable::new(config.write_cache_bytes);
-        let mut unreadable = 0u64;
         let started = Instant::now();
+        let (store, recovered, flush_done) = ledger_storage::start(
+            id,
+            ledger_dir.clone(),
+            config.ledger_store.clone(),
+            config.force_psync,
+            peers.clone(),
+            config.read_queue,
+        )?;
+        let mark = recovered.journal_mark;
+        let mut table = LedgerTable::new(config.write_cache_bytes);
+        table.load(recovered.ledgers);
+        let mut unreadable = 0u64;
         let now = now_ms();
         let journal = Journal::open(
             storage,
             config.journal.clone(),
-            Lsn(0),
+            Lsn(mark),
             &mut |_, payload| match JournalRecord::decode(payload) {
                 Some(record) => table.replay(record, now),
                 None => unreadable += 1,
@@ -170,7 +186,7 @@ impl Shard {
         }
         let report = journal.recovery_report();
         log::info!(
-            "shard {id}: journal {} ({}) replayed {} records of {} ledgers in {:.0} ms{}",
+            "shard {id}: journal {} ({}) replayed {} records from mark {mark}; {} ledgers; {:.0} ms{}",
             journal_dir.display(),
             driver.name(),
             report.records_replayed,
@@ -182,7 +198,7 @@ impl Shard {
                 .map(|(f, o, k)| format!("; torn tail cut in {f} at {o} ({k})"))
                 .unwrap_or_default()
         );
-        Ok(Shard {
+        let shard = Shard {
             id,
             shards: peers.len(),
             peers,
@@ -196,8 +212,14 @@ impl Shard {
             started,
             ledger_dir,
             read_only: false,
+            store,
+            flushing: false,
+            last_flush: Instant::now(),
+            flush_threshold_bytes: config.write_cache_bytes / 2,
+            flush_interval: config.flush_interval,
             stats: ShardStats::default(),
-        })
+        };
+        Ok((shard, flush_done))
     }
 
     /// The journal ring's eventfd (io_uring), or `None` (psync completes inside `submit`).
@@ -351,7 +373,6 @@ impl Shard {
                     *previous_lac,
                     *time_out,
                     v3,
-                    now,
                 );
                 if *flag == Some(ReadFlag::FenceLedger) {
                     self.wake_watchers(*ledger_id);
@@ -399,11 +420,9 @@ impl Shard {
                     d
                 }
             }
-            Request::ReadLac { ledger_id } => Decision::Reply(self.table.read_lac(*ledger_id)),
+            Request::ReadLac { ledger_id } => self.table.read_lac(*ledger_id),
             Request::ForceLedger { ledger_id } => self.table.force_ledger(*ledger_id),
-            Request::GetListOfEntriesOfLedger { ledger_id } => {
-                Decision::Reply(self.table.list_entries(*ledger_id))
-            }
+            Request::GetListOfEntriesOfLedger { ledger_id } => self.table.list_entries(*ledger_id),
             // Answered by `dispatch` on the connection's shard.
             Request::Auth(_)
             | Request::StartTls
@@ -418,6 +437,7 @@ impl Shard {
     fn carry_out(&mut self, decision: Decision, request: &Request, to: Responder) {
         match decision {
             Decision::Reply(reply) => self.respond(to, reply),
+            Decision::ReadDisk(read) => self.read_disk(read, to),
             Decision::Journal {
                 master_key,
                 record,
@@ -434,7 +454,7 @@ impl Shard {
                 }
                 match last {
                     Some(lsn) => self.pending.push_back(Pending { lsn, to, reply }),
-                    None => self.respond(to, reply),
+                    None => self.answer(to, reply),
                 }
             }
             Decision::AfterDurable(reply) => {
@@ -442,11 +462,94 @@ impl Shard {
                 if lsn <= self.journal.durable_lsn() {
                     self.respond(to, reply);
                 } else {
-                    self.pending.push_back(Pending { lsn, to, reply });
+                    self.pending.push_back(Pending {
+                        lsn,
+                        to,
+                        reply: Answer::Now(reply),
+                    });
                 }
             }
             Decision::WaitLac { .. } => {
                 unreachable!("long polls are registered by handle")
+            }
+        }
+    }
+
+    fn answer(&mut self, to: Responder, answer: Answer) {
+        match answer {
+            Answer::Now(reply) => self.respond(to, reply),
+            Answer::Disk(read) => self.read_disk(read, to),
+        }
+    }
+
+    /// Hands a cache miss to the shard's reader thread (bounded queue: full means busy).
+    fn read_disk(&mut self, read: DiskRead, to: Responder) {
+        let (origin, conn_id, header) = match &to {
+            Responder::Local { conn, header } => (self.id, conn.id, *header),
+            Responder::Remote {
+                origin,
+                conn_id,
+                header,
+            } => (*origin, *conn_id, *header),
+        };
+        let job = ReadJob {
+            view: self.store.view.clone(),
+            read,
+            origin,
+            conn_id,
+            header,
+        };
+        if let Err(err) = self.store.read_jobs.try_send(job) {
+            self.stats.rejected_busy += 1;
+            let job = match err {
+                std::sync::mpsc::TrySendError::Full(j)
+                | std::sync::mpsc::TrySendError::Disconnected(j) => j,
+            };
+            let reply = ledger_storage::error_reply(&job.read, StatusCode::ETOOMANYREQUESTS);
+            self.respond(to, reply);
+        }
+    }
+
+    /// Starts a flush of the write cache when it is half full or old enough.
+    fn maybe_flush(&mut self) {
+        if self.flushing || self.read_only {
+            return;
+        }
+        let cached = self.table.cached_bytes();
+        let due = cached >= self.flush_threshold_bytes
+            || (cached > 0 && self.last_flush.elapsed() >= self.flush_interval);
+        if !due {
+            return;
+        }
+        let mark = self.journal.next_lsn().0;
+        if let Some(batch) = self.table.freeze(mark) {
+            self.flushing = true;
+            self.last_flush = Instant::now();
+            if self.store.flush_jobs.send(batch).is_err() {
+                log::error!("shard {}: the flush thread is gone; read-only", self.id);
+                self.read_only = true;
+            }
+        }
+    }
+
+    /// A flush finished: its entries are served from ledger storage now, and the journal up to
+    /// its mark is no longer needed (checkpoint order: entry log, index, metadata, manifest with
+    /// the mark, all durable — then the journal is trimmed).
+    pub fn flush_done(&mut self, done: FlushDone) {
+        self.flushing = false;
+        match done {
+            Ok((mark, view, stats)) => {
+                log::debug!("shard {}: flushed {stats:?}, mark {mark}", self.id);
+                self.store.view = view;
+                self.table.flush_done();
+                if let Err(err) = self.journal.trim(Lsn(mark)) {
+                    log::error!("shard {}: journal trim failed: {err}; read-only", self.id);
+                    self.read_only = true;
+                }
+            }
+            Err(err) => {
+                log::error!("shard {}: {err}; the shard is read-only now", self.id);
+                self.read_only = true;
             }
         }
     }
@@ -583,23 +686,25 @@ impl Shard {
         let durable = self.journal.durable_lsn();
         while self.pending.front().is_some_and(|p| p.lsn <= durable) {
             let p = self.pending.pop_front().expect("front");
-            self.respond(p.to, p.reply);
+            self.answer(p.to, p.reply);
         }
+        self.maybe_flush();
         if self.read_only && self.journal.stopped().is_some() {
             // Nothing pending will ever be durable: fail it rather than hang the clients.
             while let Some(p) = self.pending.pop_front() {
                 let status = StatusCode::EIO;
                 let reply = match p.reply {
-                    Response::AddEntry {
+                    Answer::Disk(read) => ledger_storage::error_reply(&read, status),
+                    Answer::Now(Response::AddEntry {
                         ledger_id,
                         entry_id,
                         ..
-                    } => Response::AddEntry {
+                    }) => Response::AddEntry {
                         status,
                         ledger_id,
                         entry_id,
                     },
-                    other => Response::Error {
+                    Answer::Now(other) => Response::Error {
                         operation: other.operation(),
                         status,
                     },
@@ -613,7 +718,7 @@ impl Shard {
     pub fn stats(&self) -> ShardStats {
         ShardStats {
             ledgers: self.table.len(),
-            write_cache_bytes: self.table.cached_bytes(),
+            write_cache_bytes: self.table.cached_bytes() + self.table.frozen_bytes(),
             ..self.stats.clone()
         }
     }

@@ -17,6 +17,7 @@ struct Bookie {
     child: Option<Child>,
     port: u16,
     dir: PathBuf,
+    extra: Vec<String>,
 }
 
 fn free_port() -> u16 {
@@ -28,10 +29,15 @@ fn free_port() -> u16 {
 
 impl Bookie {
     fn start(dir: &Path) -> Bookie {
+        Bookie::start_with(dir, &["--write-cache-mb", "256"])
+    }
+
+    fn start_with(dir: &Path, extra: &[&str]) -> Bookie {
         let mut b = Bookie {
             child: None,
             port: free_port(),
             dir: dir.to_path_buf(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
         };
         b.spawn();
         b
@@ -49,7 +55,7 @@ impl Bookie {
             ])
             .arg("--data-dir")
             .arg(&self.dir)
-            .args(["--write-cache-mb", "256"])
+            .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -533,4 +539,106 @@ fn acknowledged_entries_survive_sigkill() {
         );
     }
     bookie.stop();
+}
+
+/// Entries flushed to ledger storage (a 1 MiB write cache flushes every ~512 KiB, and at least
+/// every 200 ms) are read back from disk, by entry, as "last entry", in batches and in the
+/// list of entries, before and after a restart and after a SIGKILL.
+#[test]
+fn flushed_entries_are_served_from_ledger_storage() {
+    let dir = tempdir();
+    let mut bookie = Bookie::start_with(
+        dir.path(),
+        &["--write-cache-mb", "1", "--flush-interval-ms", "200"],
+    );
+    let mut c = bookie.client();
+    let payload = vec![7u8; 3000];
+    for e in 0..600 {
+        let r = c
+            .call_v2(add(11, e, 1, entry(11, e, e - 1, &payload), false), false)
+            .unwrap();
+        assert_eq!(r.response.status(), StatusCode::EOK, "add {e}");
+    }
+    std::thread::sleep(Duration::from_millis(600));
+    let check = |c: &mut BlockingClient| {
+        for e in [0, 1, 250, 599] {
+            let r = c.call_v3(read(11, e), None).unwrap();
+            assert_eq!(
+                read_body(&r.response),
+                Some(entry(11, e, e - 1, &payload)),
+                "entry {e}"
+            );
+        }
+        let r = c.call_v3(read(11, -1), None).unwrap();
+        assert_eq!(read_body(&r.response), Some(entry(11, 599, 598, &payload)));
+        assert_eq!(
+            c.call_v3(read(11, 600), None).unwrap().response.status(),
+            StatusCode::ENOENTRY
+        );
+        let batch = Request::BatchReadEntry {
+            ledger_id: 11,
+            start_entry_id: 10,
+            request_id: 1,
+            max_count: 5,
+            max_size: 1 << 20,
+            fence: false,
+            master_key: None,
+        };
+        match c.call_v2(batch, false).unwrap().response {
+            Response::BatchReadEntry {
+                status, entries, ..
+            } => {
+                assert_eq!(status, StatusCode::EOK);
+                assert_eq!(entries.len(), 5);
+                assert_eq!(entries[0], entry(11, 10, 9, &payload));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        match c
+            .call_v3(Request::GetListOfEntriesOfLedger { ledger_id: 11 }, None)
+            .unwrap()
+            .response
+        {
+            Response::GetListOfEntriesOfLedger { availability, .. } => {
+                assert_eq!(
+                    availability,
+                    Some(net::availability::encode_entries(0..600))
+                )
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    check(&mut c);
+    drop(c);
+    bookie.stop();
+    bookie.spawn();
+    check(&mut bookie.client());
+    bookie.kill();
+    bookie.spawn();
+    let mut c = bookie.client();
+    check(&mut c);
+    // The master key survived in ledger storage's metadata.
+    assert_eq!(
+        c.call_v3(add(11, 600, 2, entry(11, 600, 599, b"x"), false), None)
+            .unwrap()
+            .response
+            .status(),
+        StatusCode::EUA
+    );
+    let journal = dir.path().join("journal");
+    let segments: usize = std::fs::read_dir(&journal)
+        .unwrap()
+        .flatten()
+        .map(|shard| {
+            std::fs::read_dir(shard.path())
+                .unwrap()
+                .flatten()
+                .filter(|f| f.file_name().to_string_lossy().ends_with(".jrnl"))
+                .count()
+        })
+        .sum();
+    assert!(
+        segments <= 8,
+        "the journal was trimmed after flushes ({segments} live segments)"
+    );
 }

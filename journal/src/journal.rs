@@ -309,6 +309,7 @@ impl<S: Storage> Journal<S> {
             }
         }
         self.pump();
+        self.submit_pending();
         self.check_stopped()
     }
 
@@ -317,6 +318,7 @@ impl<S: Storage> Journal<S> {
     pub fn wait(&mut self, timeout_us: Option<u64>) -> Result<(), JournalError> {
         self.reap(Wait::AtLeastOne { timeout_us })?;
         self.pump();
+        self.submit_pending();
         self.check_stopped()
     }
 
@@ -428,6 +430,13 @@ impl<S: Storage> Journal<S> {
     /// The storage port, for callers that share it (tests, diagnostics).
     pub fn storage(&self) -> &S {
         &self.storage
+    }
+
+    /// Hands what `pump` queued to the device: an owner may sleep on an event loop next.
+    fn submit_pending(&mut self) {
+        if let Err(e) = self.storage.submit_pending() {
+            self.stop(e);
+        }
     }
 
     fn check_stopped(&self) -> Result<(), JournalError> {

@@ -249,6 +249,14 @@ pub(crate) fn recover<S: Storage>(
                     )
                     .map_err(io_err("read", &name))?
                 };
+                // Zeros where the next record would start: the ordinary end of a
+                // pre-written segment, not damage.
+                let clean_end = fault == RecordFault::BadHeader
+                    && reader
+                        .bytes(storage, at, RECORD_HEADER_BYTES)
+                        .map_err(io_err("read", &name))?
+                        .iter()
+                        .all(|&b| b == 0);
                 storage.close(file);
                 if later || beyond.is_some() {
                     let kind = if later {
@@ -259,13 +267,13 @@ pub(crate) fn recover<S: Storage>(
                     tolerate_or_fail(config, &name, at, kind, &mut report)?;
                     corrupt.extend(live_ids[i + 1..].iter().map(|id| segment_file_name(*id)));
                 } else {
-                    if at > SEGMENT_HEADER_BYTES || fault != RecordFault::BadHeader {
+                    if !clean_end {
                         log::warn!(
                             "journal: torn tail in {name} at offset {at} ({fault:?}); \
                              the log ends there (records after it were never acknowledged)"
                         );
+                        report.torn_tail = Some((name.clone(), at, format!("{fault:?}")));
                     }
-                    report.torn_tail = Some((name.clone(), at, format!("{fault:?}")));
                     free.extend(live_ids[i + 1..].iter().map(|id| segment_file_name(*id)));
                 }
                 seal = Some(PendingSeal {

@@ -190,6 +190,12 @@ pub trait Storage {
     fn poll(&mut self, out: &mut Vec<Completion>, wait: Wait) -> Result<(), IoError>;
     /// Operations submitted and not yet returned by `poll`.
     fn in_flight(&self) -> usize;
+    /// Hands queued operations to the device now, without waiting or reaping. Drivers that
+    /// batch submissions until `poll` (io_uring) need it before their owner goes to sleep on
+    /// something else (an event loop waiting on the ring's eventfd).
+    fn submit_pending(&mut self) -> Result<(), IoError> {
+        Ok(())
+    }
 }
 
 /// Checks the O_DIRECT alignment rules of the [contract](crate). Every driver calls it, so a
@@ -299,5 +305,8 @@ impl Storage for RealStorage {
     }
     fn in_flight(&self) -> usize {
         delegate!(self, s => s.in_flight())
+    }
+    fn submit_pending(&mut self) -> Result<(), IoError> {
+        delegate!(self, s => s.submit_pending())
     }
 }

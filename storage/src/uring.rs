@@ -127,14 +127,14 @@ impl UringStorage {
             UringWake::EventFd => IoUring::new(entries),
         };
         let ring = built.map_err(|e| {
-                let err = IoError::from_io(&e);
-                log::error!(
-                    "io_uring setup failed for {}: {err}: {}",
-                    dir.display(),
-                    setup_hint(err.errno)
-                );
-                err
-            })?;
+            let err = IoError::from_io(&e);
+            log::error!(
+                "io_uring setup failed for {}: {err}: {}",
+                dir.display(),
+                setup_hint(err.errno)
+            );
+            err
+        })?;
         let unsupported = |what: &str| {
             log::error!(
                 "io_uring on this kernel lacks {what}: {}",
@@ -422,6 +422,19 @@ impl Storage for UringStorage {
 
     fn in_flight(&self) -> usize {
         self.slots.len() - self.free.len()
+    }
+
+    fn submit_pending(&mut self) -> Result<(), IoError> {
+        if self.ring.submission().is_empty() {
+            return Ok(());
+        }
+        match self.ring.submit() {
+            Ok(_) => Ok(()),
+            Err(e) => match e.raw_os_error() {
+                Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) => Ok(()),
+                _ => Err(IoError::from_io(&e)),
+            },
+        }
     }
 }
 

@@ -1,0 +1,281 @@
+//! The threads beside each shard that own its ledger storage (crate `entrylog`): a flusher
+//! and a reader, each with its own ring on the shard's ledger directory.
+//!
+//! Why threads: a flush writes hundreds of MiB and a catch-up read waits on the device; neither
+//! may stall the shard's loop, which must keep answering adds within a millisecond. The
+//! flusher turns a frozen write cache into entry logs + index + metadata (the checkpoint order
+//! lives in `entrylog::LedgerStore::flush`) and reports back; the shard then trims its journal.
+//! The reader serves cache misses one at a time from a bounded queue, so catch-up reads get a
+//! bounded share of the disk: at most one read in flight per shard, and a full queue answers
+//! ETOOMANYREQUESTS instead of queuing without end. Replies go straight to the shard holding
+//! the connection.
+
+use std::path::PathBuf;
+use std::sync::mpsc as std_mpsc;
+use std::sync::Arc;
+
+use entrylog::{
+    FlushBatch, FlushStats, LedgerStore, LedgerStoreConfig, ReadView, Reader, Recovered,
+};
+use net::{availability, Response, ResponseFrame, ResponseHeader, StatusCode};
+use storage::RealStorage;
+use tokio::sync::mpsc;
+
+use crate::ledger::{DiskRead, LedgerTable};
+use crate::shard::{RemoteReply, ShardHandle};
+
+/// The outcome of one flush.
+pub type FlushDone = Result<(u64, Arc<ReadView>, FlushStats), String>;
+
+/// A cache-miss read and where its reply goes.
+pub struct ReadJob {
+    pub view: Arc<ReadView>,
+    pub read: DiskRead,
+    pub origin: usize,
+    pub conn_id: u64,
+    pub header: ResponseHeader,
+}
+
+/// A shard's handles on its ledger-storage threads.
+pub struct LedgerStorageLink {
+    pub flush_jobs: std_mpsc::Sender<FlushBatch>,
+    pub read_jobs: std_mpsc::SyncSender<ReadJob>,
+    pub view: Arc<ReadView>,
+}
+
+/// Starts the flusher (which opens the store) and the reader for one shard. Returns the link,
+/// what the store recovered (replay the journal from its mark), and where flushes report.
+pub fn start(
+    shard: usize,
+    dir: PathBuf,
+    config: LedgerStoreConfig,
+    force_psync: bool,
+    peers: Arc<Vec<ShardHandle>>,
+    read_queue: usize,
+) -> Result<
+    (
+        LedgerStorageLink,
+        Recovered,
+        mpsc::UnboundedReceiver<FlushDone>,
+    ),
+    String,
+> {
+    let (opened_tx, opened_rx) = std_mpsc::channel();
+    let (jobs_tx, jobs_rx) = std_mpsc::channel::<FlushBatch>();
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let flush_dir = dir.clone();
+    let flush_config = config.clone();
+    std::thread::Builder::new()
+        .name(format!("flush-{shard}"))
+        .spawn(move || {
+            let opened = storage::open_dir(&flush_dir, 64, force_psync)
+                .map_err(|e| format!("{}: {e}", flush_dir.display()))
+                .and_then(|s| {
+                    LedgerStore::open(s, flush_config)
+                        .map_err(|e| format!("ledger storage {}: {e}", flush_dir.display()))
+                });
+            let mut store = match opened {
+                Ok((store, recovered)) => {
+                    let _ = opened_tx.send(Ok((recovered, store.snapshot())));
+                    store
+                }
+                Err(e) => {
+                    let _ = opened_tx.send(Err(e));
+                    return;
+                }
+            };
+            while let Ok(batch) = jobs_rx.recv() {
+                let done = store
+                    .flush(&batch)
+                    .map(|stats| (batch.journal_mark, store.snapshot(), stats))
+                    .map_err(|e| format!("flush of {}: {e}", flush_dir.display()));
+                if done_tx.send(done).is_err() {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the flush thread: {e}"))?;
+    let (recovered, view) = opened_rx
+        .recv()
+        .map_err(|_| "the flush thread died while opening the store".to_string())??;
+
+    let (read_tx, read_rx) = std_mpsc::sync_channel::<ReadJob>(read_queue);
+    std::thread::Builder::new()
+        .name(format!("read-{shard}"))
+        .spawn(move || {
+            let storage = match storage::open_dir(&dir, 64, force_psync) {
+                Ok(s) => s,
+                Err(e) => {
+                    log::error!(
+                        "reader of {}: {e}; cache-miss reads will fail",
+                        dir.display()
+                    );
+                    for job in read_rx {
+                        reply(
+                            &peers,
+                            job.origin,
+                            job.conn_id,
+                            job.header,
+                            error_reply(&job.read, StatusCode::EIO),
+                        );
+                    }
+                    return;
+                }
+            };
+            let mut reader = Reader::new(storage, &config);
+            for job in read_rx {
+                let response = execute(&mut reader, &job.view, job.read);
+                reply(&peers, job.origin, job.conn_id, job.header, response);
+            }
+        })
+        .map_err(|e| format!("cannot start the reader thread: {e}"))?;
+    Ok((
+        LedgerStorageLink {
+            flush_jobs: jobs_tx,
+            read_jobs: read_tx,
+            view,
+        },
+        recovered,
+        done_rx,
+    ))
+}
+
+fn reply(
+    peers: &[ShardHandle],
+    origin: usize,
+    conn_id: u64,
+    header: ResponseHeader,
+    response: Response,
+) {
+    let _ = peers[origin].replies.send(RemoteReply {
+        conn_id,
+        frame: ResponseFrame { header, response },
+    });
+}
+
+/// The reply a disk read gets when it cannot be done (`status`: EIO, ETOOMANYREQUESTS).
+pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
+    match *read {
+        DiskRead::Entry {
+            ledger,
+            reply_entry_id,
+            ..
+        } => Response::ReadEntry {
+            status,
+            ledger_id: ledger,
+            entry_id: reply_entry_id,
+            body: None,
+            max_lac: None,
+            lac_update_timestamp: None,
+        },
+        DiskRead::Batch {
+            ledger,
+            start,
+            request_id,
+            ..
+        } => LedgerTable::batch_status(ledger, start, request_id, status),
+        DiskRead::List { ledger, .. } => Response::GetListOfEntriesOfLedger {
+            status,
+            ledger_id: ledger,
+            availability: None,
+        },
+        DiskRead::ReadLac { ledger, .. } => Response::ReadLac {
+            status,
+            ledger_id: ledger,
+            lac_body: None,
+            last_entry_body: None,
+        },
+    }
+}
+
+fn execute(reader: &mut Reader<RealStorage>, view: &ReadView, read: DiskRead) -> Response {
+    let fail = |read: &DiskRead, e: entrylog::StoreError| {
+        log::error!("cache-miss read {read:?} failed: {e}");
+        error_reply(read, StatusCode::EIO)
+    };
+    match read {
+        DiskRead::Entry {
+            ledger,
+            entry,
+            reply_entry_id,
+            max_lac,
+        } => match reader.read(view, ledger as u64, entry as u64) {
+            Ok(body) => Response::ReadEntry {
+                status: if body.is_some() {
+                    StatusCode::EOK
+                } else {
+                    StatusCode::ENOENTRY
+                },
+                ledger_id: ledger,
+                entry_id: reply_entry_id,
+                body,
+                max_lac,
+                lac_update_timestamp: None,
+            },
+            Err(e) => fail(&read, e),
+        },
+        DiskRead::Batch {
+            ledger,
+            start,
+            request_id,
+            max_count,
+            max_size,
+        } => {
+            let limit = if max_count <= 0 {
+                i64::MAX
+            } else {
+                max_count as i64
+            };
+            let mut entries = Vec::new();
+            let mut size = 0i64;
+            let mut id = start;
+            while (entries.len() as i64) < limit {
+                match reader.read(view, ledger as u64, id as u64) {
+                    Ok(Some(body)) => {
+                        size += body.len() as i64 + 4;
+                        if !entries.is_empty() && size > max_size {
+                            break;
+                        }
+                        entries.push(body);
+                        id += 1;
+                    }
+                    Ok(None) => break,
+                    Err(e) => return fail(&read, e),
+                }
+            }
+            if entries.is_empty() {
+                LedgerTable::batch_status(ledger, start, request_id, StatusCode::ENOENTRY)
+            } else {
+                Response::BatchReadEntry {
+                    status: StatusCode::EOK,
+                    ledger_id: ledger,
+                    start_entry_id: start,
+                    request_id,
+                    entries,
+                }
+            }
+        }
+        DiskRead::List { ledger, ref cached } => match reader.entries_of(view, ledger as u64) {
+            Ok(on_disk) => {
+                let mut all: Vec<i64> = on_disk.into_iter().map(|e| e as i64).collect();
+                all.extend(cached.iter().copied());
+                all.sort_unstable();
+                all.dedup();
+                Response::GetListOfEntriesOfLedger {
+                    status: StatusCode::EOK,
+                    ledger_id: ledger,
+                    availability: Some(availability::encode_entries(all)),
+                }
+            }
+            Err(e) => fail(&read, e),
+        },
+        DiskRead::ReadLac {
+            ledger,
+            entry,
+            ref lac_body,
+        } => match reader.read(view, ledger as u64, entry as u64) {
+            Ok(body) => LedgerTable::read_lac_reply(ledger, lac_body.clone(), body),
+            Err(e) => fail(&read, e),
+        },
+    }
+}
