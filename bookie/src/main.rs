@@ -8,8 +8,10 @@
 
 mod config;
 mod conn;
+mod inspect;
 mod ledger;
 mod ledger_storage;
+mod lock;
 mod record;
 mod server;
 mod shard;
@@ -87,6 +89,13 @@ struct ServeArgs {
 enum Inspect {
     /// The records of a journal directory (one shard's, e.g. data/journal/shard-0).
     Journal { dir: PathBuf },
+    /// Verify every entry of a ledger storage directory (e.g. data/ledgers/shard-0) and
+    /// summarise its manifest, segments and index.
+    Entrylog { dir: PathBuf },
+    /// The entry ids the index holds for a ledger.
+    Index { dir: PathBuf, ledger: u64 },
+    /// A ledger's stored metadata (master key, fenced, LAC, last entry).
+    Ledger { dir: PathBuf, ledger: u64 },
 }
 
 fn main() -> ExitCode {
@@ -95,9 +104,14 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => server::run(settings(ServeArgs::default())),
         Some(Command::Serve(args)) => server::run(settings(args)),
-        Some(Command::Inspect {
-            what: Inspect::Journal { dir },
-        }) => inspect_journal(&dir),
+        Some(Command::Inspect { what }) => match what {
+            Inspect::Journal { dir } => {
+                lock::DirLock::acquire(dir.parent().unwrap_or(&dir)).and_then(|_lock| inspect_journal(&dir))
+            }
+            Inspect::Entrylog { dir } => inspect::entrylog(&dir),
+            Inspect::Index { dir, ledger } => inspect::index(&dir, ledger),
+            Inspect::Ledger { dir, ledger } => inspect::ledger(&dir, ledger),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

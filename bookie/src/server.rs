@@ -18,10 +18,13 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::BookieConfig;
 use crate::conn::{self, Conn};
+use crate::lock::DirLock;
 use crate::shard::{EventFd, Shard, ShardHandle, ShardInbox, SHARD};
 
 /// Runs the bookie until a signal stops it.
 pub fn run(config: BookieConfig) -> Result<(), String> {
+    let _journal_lock = DirLock::acquire(&config.journal_dir)?;
+    let _ledger_lock = DirLock::acquire(&config.ledger_dir)?;
     let shards = config.shard_count();
     let addr: SocketAddr = format!("{}:{}", config.bind_address, config.port)
         .parse()
