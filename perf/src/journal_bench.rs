@@ -309,6 +309,8 @@ fn print_and_report(
                 latency: &o.hist,
                 corrected: false,
                 intervals: o.intervals.clone(),
+                uncorrected: None,
+                timeouts: 0,
             })
             .section(
                 "journal",

@@ -452,6 +452,8 @@ pub fn run(args: &ProbeArgs) -> Result<(), BoxError> {
                 latency: &main.commit,
                 corrected: false,
                 intervals: main.intervals.clone(),
+                uncorrected: None,
+                timeouts: 0,
             })
             .machine(&machine, Some(&calibration))
             .section("probe", Value::Object(probe));

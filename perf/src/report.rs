@@ -198,6 +198,11 @@ pub struct Results<'a> {
     /// True when latencies are measured from the intended start (open loop).
     pub corrected: bool,
     pub intervals: Vec<IntervalStat>,
+    /// Open loop: the same operations measured from their actual send
+    /// (`latency_uncorrected_us`).
+    pub uncorrected: Option<&'a Histogram<u64>>,
+    /// Operations without an answer within the timeout (`ops_timeout`).
+    pub timeouts: u64,
 }
 
 /// The device/CPU calibration of `machine.calibration`.
@@ -445,21 +450,35 @@ impl ReportBuilder {
         self.section("workload", value)
     }
 
-    /// Fills `results`: counts, rates, latency summary, the encoded histogram, intervals.
-    pub fn results(self, r: &Results<'_>) -> Self {
+    /// A `results`-shaped object (also used for the second side of a mixed run).
+    pub fn results_json(r: &Results<'_>) -> Value {
         let secs = r.elapsed.as_secs_f64();
         let per_s = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
         let mut results = json!({
             "ops_ok": r.ops_ok,
             "ops_failed": r.ops_failed,
+            "ops_timeout": r.timeouts,
             "achieved_rate_ops": round1(per_s(r.ops_ok as f64)),
             "throughput_mib_s": round3(per_s(r.bytes as f64) / (1024.0 * 1024.0)),
             "latency_us": LatencySummary::from_histogram(r.latency).to_json(r.corrected),
             "intervals": r.intervals.iter().map(|i| i.to_json()).collect::<Vec<_>>(),
         });
+        if let Some(unc) = r.uncorrected {
+            let u = LatencySummary::from_histogram(unc);
+            results["latency_uncorrected_us"] = json!({
+                "p50": u.p50, "p90": u.p90, "p99": u.p99, "p99_9": u.p99_9,
+                "p99_99": u.p99_99, "max": u.max,
+            });
+        }
         if let Some(hdr) = hdr_json(r.latency) {
             results["hdr"] = hdr;
         }
+        results
+    }
+
+    /// Fills `results`: counts, rates, latency summary, the encoded histogram, intervals.
+    pub fn results(self, r: &Results<'_>) -> Self {
+        let results = Self::results_json(r);
         self.section("results", results)
     }
 
@@ -686,6 +705,8 @@ mod tests {
                 latency: &h,
                 corrected: false,
                 intervals: vec![IntervalStat::from_histogram(1.0, &h)],
+                uncorrected: None,
+                timeouts: 0,
             })
             .machine(
                 &MachineInfo::gather(Some(Path::new("."))),
