@@ -105,9 +105,8 @@ fn main() -> ExitCode {
         None => server::run(settings(ServeArgs::default())),
         Some(Command::Serve(args)) => server::run(settings(args)),
         Some(Command::Inspect { what }) => match what {
-            Inspect::Journal { dir } => {
-                lock::DirLock::acquire(dir.parent().unwrap_or(&dir)).and_then(|_lock| inspect_journal(&dir))
-            }
+            Inspect::Journal { dir } => lock::DirLock::acquire(dir.parent().unwrap_or(&dir))
+                .and_then(|_lock| inspect_journal(&dir)),
             Inspect::Entrylog { dir } => inspect::entrylog(&dir),
             Inspect::Index { dir, ledger } => inspect::index(&dir, ledger),
             Inspect::Ledger { dir, ledger } => inspect::ledger(&dir, ledger),
