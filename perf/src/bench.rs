@@ -37,6 +37,9 @@ pub struct CommonArgs {
     /// The `bookie` binary to start when --bookies is not given (default: next to bkperf).
     #[arg(long)]
     pub bookie_bin: Option<PathBuf>,
+    /// Extra argument for the started bookie's `serve` (repeatable), e.g. --bookie-arg=--psync.
+    #[arg(long, allow_hyphen_values = true)]
+    pub bookie_arg: Vec<String>,
     /// Wire protocol.
     #[arg(long, value_enum, default_value_t = Protocol::V3)]
     pub protocol: Protocol,
@@ -400,6 +403,7 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
     let own = if plan.config.bookies.is_empty() && shared.is_none() {
         Some(BookieChild::start(
             plan.common.bookie_bin.as_deref(),
+            &plan.common.bookie_arg,
             Duration::from_secs(60),
         )?)
     } else {
@@ -605,6 +609,16 @@ pub fn print(plan: &Plan, o: &Outcome) {
     } else {
         println!("bkperf: {:.1} CPU s", o.result.client_cpu_s);
     }
+    for (name, side, _) in sides(plan, &o.result) {
+        if !side.error_kinds.is_empty() {
+            let kinds: Vec<String> = side
+                .error_kinds
+                .iter()
+                .map(|(k, v)| format!("{k} x{v}"))
+                .collect();
+            println!("{name} errors: {}", kinds.join(", "));
+        }
+    }
     for s in &o.saturated {
         println!("WARNING {s}");
     }
@@ -650,8 +664,9 @@ pub fn report(plan: &Plan, o: &Outcome) -> Value {
         }
     }
     if let Some(w) = &c.write {
-        workload["entry_bytes"] = json!(plan.entry_size);
-        workload["entry_bytes_mean"] = json!(w.sizes.mean());
+        // §5.1's `entry_bytes` is a number: the size, or the mean of a distribution.
+        workload["entry_bytes"] = json!(w.sizes.mean().round() as u64);
+        workload["entry_size"] = json!(plan.entry_size);
         workload["ensemble"] = json!(w.ensemble);
         workload["write_quorum"] = json!(w.write_quorum);
         workload["ack_quorum"] = json!(w.ack_quorum);
@@ -698,7 +713,8 @@ pub fn report(plan: &Plan, o: &Outcome) -> Value {
         .workload(workload);
     let mut extra = Vec::new();
     for (i, (name, side, mode)) in sides(plan, &o.result).into_iter().enumerate() {
-        let r = results_of(side, mode);
+        let mut r = results_of(side, mode);
+        r["errors_by_kind"] = json!(side.error_kinds);
         if i == 0 {
             b = b.section("results", r);
         } else {
@@ -807,7 +823,7 @@ pub fn round_down_2sig(x: f64) -> f64 {
 pub fn default_job(bookies: &[String], bookie_bin: Option<&Path>) -> Result<(), DefaultJobError> {
     let child = if bookies.is_empty() {
         Some(
-            BookieChild::start(bookie_bin, Duration::from_secs(60))
+            BookieChild::start(bookie_bin, &[], Duration::from_secs(60))
                 .map_err(|e| DefaultJobError::NoBookie(e.to_string()))?,
         )
     } else {

@@ -5,7 +5,7 @@
 //! variable is set), it is built first with `cargo build -p bookie` in the same profile, so
 //! `cargo run --release -p perf` alone is enough. The bookie gets a fresh data directory under
 //! the current directory (`./bkperf-bookie-<pid>`, removed afterwards) and a free port
-//! (`--port`, `--data-dir`); bkperf waits until the port accepts connections, and on drop
+//! (`bookie serve --port P --data-dir DIR`, plus any `--bookie-arg`s); bkperf waits until the port accepts connections, and on drop
 //! sends SIGTERM, waits up to 10 s, then SIGKILLs. Its CPU time and peak RSS are read from
 //! /proc for the report's `resources`.
 
@@ -67,7 +67,11 @@ fn free_port() -> std::io::Result<u16> {
 
 impl BookieChild {
     /// Starts the bookie and waits (up to `ready_timeout`) until it accepts connections.
-    pub fn start(bin: Option<&Path>, ready_timeout: Duration) -> Result<BookieChild, BoxError> {
+    pub fn start(
+        bin: Option<&Path>,
+        extra_args: &[String],
+        ready_timeout: Duration,
+    ) -> Result<BookieChild, BoxError> {
         let bin = match bin {
             Some(b) => b.to_path_buf(),
             None => {
@@ -87,6 +91,8 @@ impl BookieChild {
         std::fs::create_dir_all(&dir)?;
         let log = std::fs::File::create(dir.join("bookie.log"))?;
         let child = Command::new(&bin)
+            .arg("serve")
+            .args(extra_args)
             .arg("--port")
             .arg(port.to_string())
             .arg("--data-dir")
@@ -235,7 +241,7 @@ mod tests {
     #[test]
     fn a_bookie_that_exits_is_an_error() {
         let started = Instant::now();
-        let err = BookieChild::start(Some(Path::new("/bin/false")), Duration::from_secs(20))
+        let err = BookieChild::start(Some(Path::new("/bin/false")), &[], Duration::from_secs(20))
             .err()
             .expect("fails");
         assert!(err.to_string().contains("exited before serving"), "{err}");

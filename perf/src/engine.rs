@@ -29,7 +29,7 @@
 //! verification counts as an error. A connection that fails (EOF, reset, protocol error)
 //! fails its pending requests and is not reopened.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
@@ -162,6 +162,9 @@ pub struct SideResult {
     pub entries: u64,
     /// Operations due in the window that could not even be sent before it closed.
     pub not_sent: u64,
+    /// Errors by cause: a status name (`EIO`, `ETOOMANYREQUESTS`, …), `bad entry`,
+    /// `connection failed`, `send failed`.
+    pub error_kinds: BTreeMap<&'static str, u64>,
 }
 
 impl SideResult {
@@ -176,6 +179,7 @@ impl SideResult {
             bytes: 0,
             entries: 0,
             not_sent: 0,
+            error_kinds: BTreeMap::new(),
         }
     }
 
@@ -195,6 +199,14 @@ impl SideResult {
         self.bytes += other.bytes;
         self.entries += other.entries;
         self.not_sent += other.not_sent;
+        for (k, v) in other.error_kinds {
+            *self.error_kinds.entry(k).or_default() += v;
+        }
+    }
+
+    fn error(&mut self, why: &'static str) {
+        self.errors += 1;
+        *self.error_kinds.entry(why).or_default() += 1;
     }
 
     fn record(&mut self, lat: Latency, done_rel_ns: u64) {
@@ -501,6 +513,8 @@ struct Engine {
     chunk: Vec<u8>,
     replies: Vec<(Tag, ResponseFrame)>,
     tailing: bool,
+    /// Cause of the failure being decided (see [`SideResult::error_kinds`]).
+    why: &'static str,
 }
 
 impl Engine {
@@ -609,6 +623,7 @@ impl Engine {
             chunk: vec![0u8; 256 * 1024],
             replies: Vec::new(),
             tailing,
+            why: "unknown",
         })
     }
 
@@ -760,6 +775,7 @@ impl Engine {
             side.outstanding += 1;
         }
         for member in failed_members {
+            self.why = "send failed";
             self.add_reply(slot, member, false, now);
         }
         true
@@ -900,6 +916,7 @@ impl Engine {
         };
         if !self.send(conn, request, v2, tag) {
             self.ops[slot as usize].replies_left = 0;
+            self.why = "send failed";
             self.decide(slot, false, now, 0, 0);
         }
         true
@@ -970,12 +987,20 @@ impl Engine {
             ..
         } = frame.response
         else {
-            self.read.as_mut().expect("read side").result.errors += 1;
+            self.read
+                .as_mut()
+                .expect("read side")
+                .result
+                .error("unexpected reply");
             return;
         };
         if status != StatusCode::EOK {
             if status != StatusCode::ENOLEDGER && status != StatusCode::ENOENTRY {
-                self.read.as_mut().expect("read side").result.errors += 1;
+                self.read
+                    .as_mut()
+                    .expect("read side")
+                    .result
+                    .error(status_name(status));
             }
             return;
         }
@@ -1002,7 +1027,7 @@ impl Engine {
         let (warmup, end) = (self.warmup_ns, self.end_ns);
         let side = self.read.as_mut().expect("read side");
         if !ok {
-            side.result.errors += 1;
+            side.result.error("bad entry");
             return;
         }
         if let Some((intended, sent)) = times {
@@ -1010,8 +1035,10 @@ impl Engine {
                 side.result.ops_ok += 1;
                 side.result.entries += 1;
                 side.result.bytes += body.as_ref().map_or(0, |b| b.len() as u64);
-                side.result
-                    .record(Latency::of(intended, sent, now), now.saturating_sub(warmup));
+                side.result.record(
+                    Latency::of(intended, sent, now),
+                    now.min(end.saturating_sub(1)).saturating_sub(warmup),
+                );
             }
         }
     }
@@ -1054,6 +1081,10 @@ impl Engine {
             }
             _ => (false, 0, 0),
         };
+        self.why = match frame.response.status() {
+            StatusCode::EOK => "bad entry",
+            other => status_name(other),
+        };
         self.ops[slot as usize].replies_left = 0;
         self.decide(slot, ok, now, bytes, entries);
     }
@@ -1072,6 +1103,11 @@ impl Engine {
         if op.preload {
             return;
         }
+        let why = self.why;
+        // Completions during the drain count in the last second of the window.
+        let at = now
+            .min(self.end_ns.saturating_sub(1))
+            .saturating_sub(warmup);
         let Some(side) = self.side_mut(op.side) else {
             return;
         };
@@ -1083,12 +1119,10 @@ impl Engine {
             side.result.ops_ok += 1;
             side.result.bytes += bytes;
             side.result.entries += entries;
-            side.result.record(
-                Latency::of(op.intended, op.sent, now),
-                now.saturating_sub(warmup),
-            );
+            side.result
+                .record(Latency::of(op.intended, op.sent, now), at);
         } else {
-            side.result.errors += 1;
+            side.result.error(why);
         }
     }
 
@@ -1108,6 +1142,7 @@ impl Engine {
                         ..
                     }
                 );
+                self.why = status_name(frame.response.status());
                 let o = &mut self.ops[tag.slot as usize];
                 o.replies_left = o.replies_left.saturating_sub(1);
                 let done = o.replies_left == 0 && o.decided;
@@ -1133,6 +1168,7 @@ impl Engine {
         c.conn.fail_all();
         c.out = None;
         let tags: Vec<Tag> = c.tags.drain(..).flatten().collect();
+        self.why = "connection failed";
         for tag in tags {
             let Some(op) = self.ops.get(tag.slot as usize).copied() else {
                 continue;
@@ -1158,7 +1194,7 @@ impl Engine {
                     self.release(tag.slot);
                     self.ledgers[ledger as usize].polling = false;
                     if let Some(side) = self.read.as_mut() {
-                        side.result.errors += 1;
+                        side.result.error("connection failed");
                     }
                 }
             }
@@ -1526,6 +1562,23 @@ impl Engine {
         // Whatever is still undecided at the drain deadline timed out.
         self.expire(u64::MAX);
         Ok(())
+    }
+}
+
+/// The wire name of a status.
+pub fn status_name(s: StatusCode) -> &'static str {
+    match s {
+        StatusCode::EOK => "EOK",
+        StatusCode::ENOLEDGER => "ENOLEDGER",
+        StatusCode::ENOENTRY => "ENOENTRY",
+        StatusCode::EBADREQ => "EBADREQ",
+        StatusCode::EIO => "EIO",
+        StatusCode::EUA => "EUA",
+        StatusCode::EBADVERSION => "EBADVERSION",
+        StatusCode::EFENCED => "EFENCED",
+        StatusCode::EREADONLY => "EREADONLY",
+        StatusCode::ETOOMANYREQUESTS => "ETOOMANYREQUESTS",
+        StatusCode::EUNKNOWNLEDGERSTATE => "EUNKNOWNLEDGERSTATE",
     }
 }
 

@@ -17,7 +17,7 @@ use crate::report::{IntervalStat, LatencySummary};
 const W: f64 = 860.0;
 const H: f64 = 300.0;
 const LEFT: f64 = 70.0;
-const RIGHT: f64 = 20.0;
+const RIGHT: f64 = 45.0;
 const TOP: f64 = 20.0;
 const BOTTOM: f64 = 45.0;
 
@@ -47,6 +47,19 @@ fn us_label(us: f64) -> String {
     }
 }
 
+/// The next "nice" number (1, 2, 2.5, 5 × 10^k) at or above x.
+fn nice_ceil(x: f64) -> f64 {
+    if !(x.is_finite() && x > 0.0) {
+        return 1.0;
+    }
+    let p = 10f64.powf(x.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * p)
+        .find(|&v| v >= x)
+        .unwrap_or(10.0 * p)
+}
+
 /// An SVG line chart. `log_y` plots log10(y) (y ≤ 0 is clamped to 1). `x_ticks` are
 /// (position, label); y ticks are chosen here.
 pub fn chart(
@@ -69,7 +82,7 @@ pub fn chart(
     let (mut lo, mut hi) = if log_y {
         (ty(y_lo).floor(), ty(y_hi).ceil())
     } else {
-        (0.0, y_hi * 1.1)
+        (0.0, nice_ceil(y_hi * 1.05))
     };
     if hi <= lo {
         hi = lo + 1.0;

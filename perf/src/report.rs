@@ -354,11 +354,17 @@ pub struct GitInfo {
 }
 
 impl GitInfo {
+    /// From the current directory's repository, or else from the one bkperf was built in.
     pub fn gather() -> GitInfo {
-        let commit =
-            command_line("git", &["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
+        let here = command_line("git", &["rev-parse", "HEAD"]);
+        let dir = match here {
+            Some(_) => ".".to_string(),
+            None => env!("CARGO_MANIFEST_DIR").to_string(),
+        };
+        let commit = command_line("git", &["-C", &dir, "rev-parse", "HEAD"])
+            .unwrap_or_else(|| "unknown".into());
         let dirty = Command::new("git")
-            .args(["status", "--porcelain", "--untracked-files=no"])
+            .args(["-C", &dir, "status", "--porcelain", "--untracked-files=no"])
             .output()
             .map(|o| o.status.success() && !o.stdout.is_empty())
             .unwrap_or(false);
