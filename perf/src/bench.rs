@@ -511,17 +511,22 @@ pub fn print(plan: &Plan, o: &Outcome) {
         ));
     }
     if let Some(r) = &c.read {
-        title.push_str(&format!(
-            "\n  reads: {:?}, {}",
-            r.pattern,
-            mode_text(&r.mode)
-        ));
+        title.push_str(&match r.pattern {
+            ReadPattern::Tailing { poll_timeout_ms } => format!(
+                "\n  reads: tailing, one v3 long poll per ledger ({poll_timeout_ms} ms); latency end to end from the add's intended send"
+            ),
+            p => format!("\n  reads: {p:?}, {}", mode_text(&r.mode)),
+        });
     }
     println!("{title}");
     let mut table = Table::new(&[
         "side", "latency", "target/s", "ok/s", "MiB/s", "ok", "errors", "timeouts", "p50", "p90",
         "p99", "p99.9", "p99.99", "max",
     ]);
+    let tailing = c
+        .read
+        .as_ref()
+        .is_some_and(|r| matches!(r.pattern, ReadPattern::Tailing { .. }));
     for (name, side, mode) in sides(plan, &o.result) {
         for (kind, hist) in [
             ("corrected", &side.latency),
@@ -539,16 +544,10 @@ pub fn print(plan: &Plan, o: &Outcome) {
                 } else {
                     String::new()
                 },
-                if mode.rate().is_none() && first {
-                    "from send".into()
-                } else if plan
-                    .config
-                    .read
-                    .as_ref()
-                    .is_some_and(|r| matches!(r.pattern, ReadPattern::Tailing { .. }))
-                    && name == "read"
-                {
+                if tailing && name == "read" {
                     format!("e2e {kind}")
+                } else if mode.rate().is_none() && first {
+                    "from send".into()
                 } else {
                     kind.to_string()
                 },
