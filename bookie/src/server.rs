@@ -23,6 +23,7 @@ use crate::shard::{EventFd, Shard, ShardHandle, ShardInbox, SHARD};
 
 /// Runs the bookie until a signal stops it.
 pub fn run(config: BookieConfig) -> Result<(), String> {
+    let signals = Signals::install()?;
     let _journal_lock = DirLock::acquire(&config.journal_dir)?;
     let _ledger_lock = DirLock::acquire(&config.ledger_dir)?;
     let shards = config.shard_count();
@@ -85,7 +86,7 @@ pub fn run(config: BookieConfig) -> Result<(), String> {
             config.journal_dir.display(),
             config.ledger_dir.display()
         );
-        wait_for_signal();
+        signals.wait();
         log::info!("stopping: flushing journals");
     }
     let _ = stop_tx.send(true);
@@ -101,31 +102,36 @@ pub fn run(config: BookieConfig) -> Result<(), String> {
     }
 }
 
-fn wait_for_signal() {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            log::error!("cannot build the signal runtime: {e}");
-            return;
-        }
-    };
-    rt.block_on(async {
+/// SIGINT/SIGTERM handlers, installed before anything starts so an early signal is never the
+/// default (abrupt) termination.
+struct Signals {
+    rt: tokio::runtime::Runtime,
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Signals, String> {
         use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            log::error!("cannot install signal handlers");
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => log::info!("SIGTERM received"),
-            _ = int.recv() => log::info!("SIGINT received"),
-        }
-    });
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot build the signal runtime: {e}"))?;
+        let _guard = rt.enter();
+        let term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+        let int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
+        drop(_guard);
+        Ok(Signals { rt, term, int })
+    }
+
+    fn wait(mut self) {
+        self.rt.block_on(async {
+            tokio::select! {
+                _ = self.term.recv() => log::info!("SIGTERM received"),
+                _ = self.int.recv() => log::info!("SIGINT received"),
+            }
+        });
+    }
 }
 
 fn pin_to_core(core: usize) {

@@ -629,6 +629,7 @@ fn flushed_entries_are_served_from_ledger_storage() {
     let segments: usize = std::fs::read_dir(&journal)
         .unwrap()
         .flatten()
+        .filter(|shard| shard.path().is_dir())
         .map(|shard| {
             std::fs::read_dir(shard.path())
                 .unwrap()
