@@ -532,7 +532,7 @@ pub fn print(plan: &Plan, o: &Outcome) {
             ("corrected", &side.latency),
             ("uncorrected", &side.uncorrected),
         ] {
-            if kind == "uncorrected" && mode.rate().is_none() && name != "read" {
+            if kind == "uncorrected" && mode.rate().is_none() && !(tailing && name == "read") {
                 continue; // closed loop: the two are the same
             }
             let s = LatencySummary::from_histogram(hist);
