@@ -806,6 +806,21 @@ pub enum DefaultJobError {
     Run(BoxError),
 }
 
+/// Where the main job writes its reports: `<cargo target dir>/bkperf/` when bkperf runs from
+/// a cargo target directory (`.../release/bkperf`), so the work tree stays clean; else `.`.
+fn reports_dir() -> PathBuf {
+    let from_target = std::env::current_exe().ok().and_then(|exe| {
+        let profile_dir = exe.parent()?;
+        let name = profile_dir.file_name()?.to_str()?;
+        (name == "release" || name == "debug")
+            .then(|| profile_dir.parent().map(|t| t.join("bkperf")))?
+    });
+    match from_target {
+        Some(dir) if std::fs::create_dir_all(&dir).is_ok() => dir,
+        _ => PathBuf::from("."),
+    }
+}
+
 /// Rounds down to two significant digits (a rate that is the same on reruns).
 pub fn round_down_2sig(x: f64) -> f64 {
     if !(x.is_finite() && x > 0.0) {
@@ -818,7 +833,7 @@ pub fn round_down_2sig(x: f64) -> f64 {
 /// The canonical workload (the main job): 1 KiB adds, E1 W1 A1, 8 ledgers, v3; a 3 s
 /// closed-loop calibration (256 outstanding) finds the peak; the measured run is open loop at
 /// half of it (two significant digits), 2 s warm-up + 10 s. Reports go to
-/// `./bkperf-<utc time>.json` and `.html`.
+/// `bkperf-<utc time>.json` and `.html` in [`reports_dir`].
 pub fn default_job(bookies: &[String], bookie_bin: Option<&Path>) -> Result<(), DefaultJobError> {
     let child = if bookies.is_empty() {
         Some(
@@ -854,8 +869,15 @@ pub fn default_job(bookies: &[String], bookie_bin: Option<&Path>) -> Result<(), 
         println!(
             "calibration: peak {peak:.0} adds/s; the measured run is open loop at {rate:.0}/s\n"
         );
-        let json = format!("bkperf-{stamp}.json");
-        let html = format!("bkperf-{stamp}.html");
+        let dir = reports_dir();
+        let json = dir
+            .join(format!("bkperf-{stamp}.json"))
+            .display()
+            .to_string();
+        let html = dir
+            .join(format!("bkperf-{stamp}.html"))
+            .display()
+            .to_string();
         let measured = parse(&[
             &format!("--rate={rate}"),
             "--warmup=2s",
