@@ -100,6 +100,21 @@ pub async fn serve(shard: Rc<RefCell<Shard>>, stream: TcpStream, conn: Rc<Conn>,
         while conn.outstanding.get() >= conn.max_outstanding {
             conn.wake_reader.notified().await;
         }
+        // The shard is out of journal buffers or write cache: leave the bytes in the socket
+        // (TCP pushes back on the client) until it can take more.
+        loop {
+            let (blocked, notify) = {
+                let s = shard.borrow();
+                (s.is_blocked(), s.unblocked())
+            };
+            if !blocked {
+                break;
+            }
+            let woken = notify.notified();
+            tokio::pin!(woken);
+            // A timer guards against a missed wake-up; the check is cheap.
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(5), woken).await;
+        }
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {
             buf.reserve(READ_CHUNK);
         }

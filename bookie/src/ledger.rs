@@ -256,6 +256,11 @@ impl LedgerTable {
         self.cached_bytes
     }
 
+    /// The write cache (with what is being flushed) is at its limit: stop taking adds.
+    pub fn is_full(&self) -> bool {
+        self.cached_bytes + self.frozen_bytes >= self.cache_limit_bytes
+    }
+
     /// Applies a replayed journal record (recovery): the same state changes as the original
     /// request, without any check (they were checked when the record was written).
     pub fn replay(&mut self, record: JournalRecord, now_ms: i64) {

@@ -22,6 +22,7 @@ use storage::RealStorage;
 use tokio::sync::mpsc;
 
 use crate::ledger::{DiskRead, LedgerTable};
+use crate::paced::Paced;
 use crate::shard::{RemoteReply, ShardHandle};
 
 /// The outcome of one flush.
@@ -49,6 +50,7 @@ pub fn start(
     shard: usize,
     dir: PathBuf,
     config: LedgerStoreConfig,
+    flush_rate_bytes_per_sec: u64,
     force_psync: bool,
     peers: Arc<Vec<ShardHandle>>,
     read_queue: usize,
@@ -70,6 +72,7 @@ pub fn start(
         .spawn(move || {
             let opened = storage::open_dir(&flush_dir, 64, force_psync)
                 .map_err(|e| format!("{}: {e}", flush_dir.display()))
+                .map(|s| Paced::new(s, flush_rate_bytes_per_sec))
                 .and_then(|s| {
                     LedgerStore::open(s, flush_config)
                         .map_err(|e| format!("ledger storage {}: {e}", flush_dir.display()))

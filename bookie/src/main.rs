@@ -12,6 +12,7 @@ mod inspect;
 mod ledger;
 mod ledger_storage;
 mod lock;
+mod paced;
 mod record;
 mod server;
 mod shard;

@@ -9,6 +9,7 @@
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};
 use std::time::Duration;
 
@@ -40,30 +41,35 @@ pub fn run(config: BookieConfig) -> Result<(), String> {
     for _ in 0..shards {
         let (rq_tx, rq_rx) = mpsc::channel(config.cross_shard_queue);
         let (rp_tx, rp_rx) = mpsc::unbounded_channel();
+        let (cn_tx, cn_rx) = mpsc::unbounded_channel();
         handles.push(ShardHandle {
             requests: rq_tx,
             replies: rp_tx,
+            connections: cn_tx,
         });
         inboxes.push(ShardInbox {
             requests: rq_rx,
             replies: rp_rx,
+            connections: cn_rx,
         });
     }
     let peers = Arc::new(handles);
     let config = Arc::new(config);
     let (stop_tx, stop_rx) = watch::channel(false);
     let (ready_tx, ready_rx) = std_mpsc::channel::<Result<usize, String>>();
+    let accepted = Arc::new(AtomicUsize::new(0));
     let mut threads = Vec::new();
     for (id, inbox) in inboxes.into_iter().enumerate() {
-        let (config, peers, stop, ready) = (
+        let (config, peers, stop, ready, accepted) = (
             config.clone(),
             peers.clone(),
             stop_rx.clone(),
             ready_tx.clone(),
+            accepted.clone(),
         );
         let thread = std::thread::Builder::new()
             .name(format!("shard-{id}"))
-            .spawn(move || shard_main(id, config, peers, inbox, addr, stop, ready))
+            .spawn(move || shard_main(id, config, peers, inbox, addr, stop, ready, accepted))
             .map_err(|e| format!("cannot start shard thread {id}: {e}"))?;
         threads.push(thread);
     }
@@ -148,6 +154,7 @@ fn pin_to_core(core: usize) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn shard_main(
     id: usize,
     config: Arc<BookieConfig>,
@@ -156,6 +163,7 @@ fn shard_main(
     addr: SocketAddr,
     mut stop: watch::Receiver<bool>,
     ready: std_mpsc::Sender<Result<usize, String>>,
+    accepted: Arc<AtomicUsize>,
 ) {
     if config.pin_threads {
         pin_to_core(id);
@@ -172,7 +180,7 @@ fn shard_main(
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let (shard, mut flush_done) = match Shard::open(id, &config, peers) {
+        let (shard, mut flush_done) = match Shard::open(id, &config, peers.clone()) {
             Ok((s, done)) => (Rc::new(RefCell::new(s)), done),
             Err(e) => {
                 let _ = ready.send(Err(format!("shard {id}: {e}")));
@@ -192,10 +200,26 @@ fn shard_main(
         let ShardInbox {
             mut requests,
             mut replies,
+            mut connections,
         } = inbox;
         let s = shard.clone();
         let requests_task = tokio::task::spawn_local(async move {
-            while let Some(first) = requests.recv().await {
+            loop {
+                // Like a connection, stop taking requests while the shard is blocked: the
+                // bounded queue then fills and the sending shard answers ETOOMANYREQUESTS.
+                loop {
+                    let (blocked, notify) = {
+                        let shard = s.borrow();
+                        (shard.is_blocked(), shard.unblocked())
+                    };
+                    if !blocked {
+                        break;
+                    }
+                    let _ = tokio::time::timeout(Duration::from_millis(5), notify.notified()).await;
+                }
+                let Some(first) = requests.recv().await else {
+                    break;
+                };
                 let mut shard = s.borrow_mut();
                 shard.handle_remote(first);
                 while let Ok(more) = requests.try_recv() {
@@ -225,11 +249,25 @@ fn shard_main(
         let _ = ready.send(Ok(id));
         let mut next_conn = (id as u64) << 48;
         let live = Rc::new(std::cell::Cell::new(0usize));
+        let shards = peers.len();
         loop {
-            tokio::select! {
+            let stream = tokio::select! {
                 _ = stop.changed() => break,
-                accepted = listener.accept() => {
-                    let (stream, peer) = match accepted {
+                handed = connections.recv() => {
+                    let Some(std_stream) = handed else { continue };
+                    match std_stream
+                        .set_nonblocking(true)
+                        .and_then(|_| tokio::net::TcpStream::from_std(std_stream))
+                    {
+                        Ok(s) => s,
+                        Err(e) => {
+                            log::warn!("shard {id}: cannot adopt a connection: {e}");
+                            continue;
+                        }
+                    }
+                }
+                accepted_conn = listener.accept() => {
+                    let (stream, _peer) = match accepted_conn {
                         Ok(a) => a,
                         Err(e) => {
                             log::warn!("shard {id}: accept failed: {e}");
@@ -237,22 +275,36 @@ fn shard_main(
                             continue;
                         }
                     };
-                    if live.get() >= config.max_connections_per_shard {
-                        log::warn!("shard {id}: connection limit reached; refusing {peer}");
-                        drop(stream);
+                    // The kernel spreads accepts over the shards' listeners by a hash of the
+                    // addresses, which can leave a shard with most connections: deal them
+                    // round robin instead.
+                    let target = accepted.fetch_add(1, Ordering::Relaxed) % shards;
+                    if target != id {
+                        match stream.into_std() {
+                            Ok(s) => {
+                                let _ = peers[target].connections.send(s);
+                            }
+                            Err(e) => log::warn!("shard {id}: cannot hand over a connection: {e}"),
+                        }
                         continue;
                     }
-                    next_conn += 1;
-                    let conn = Rc::new(Conn::new(next_conn, config.max_pending_per_connection));
-                    shard.borrow_mut().register_connection(&conn);
-                    live.set(live.get() + 1);
-                    let (s, live, max_frame) = (shard.clone(), live.clone(), config.max_frame_bytes);
-                    tokio::task::spawn_local(async move {
-                        conn::serve(s, stream, conn, max_frame).await;
-                        live.set(live.get() - 1);
-                    });
+                    stream
                 }
+            };
+            if live.get() >= config.max_connections_per_shard {
+                log::warn!("shard {id}: connection limit reached; refusing a connection");
+                drop(stream);
+                continue;
             }
+            next_conn += 1;
+            let conn = Rc::new(Conn::new(next_conn, config.max_pending_per_connection));
+            shard.borrow_mut().register_connection(&conn);
+            live.set(live.get() + 1);
+            let (s, live, max_frame) = (shard.clone(), live.clone(), config.max_frame_bytes);
+            tokio::task::spawn_local(async move {
+                conn::serve(s, stream, conn, max_frame).await;
+                live.set(live.get() - 1);
+            });
         }
         requests_task.abort();
         replies_task.abort();

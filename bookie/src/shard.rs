@@ -48,12 +48,15 @@ pub struct RemoteReply {
 pub struct ShardHandle {
     pub requests: mpsc::Sender<RemoteRequest>,
     pub replies: mpsc::UnboundedSender<RemoteReply>,
+    /// Accepted connections handed over for balance (round robin over shards).
+    pub connections: mpsc::UnboundedSender<std::net::TcpStream>,
 }
 
 /// The receiving ends, owned by the shard's thread.
 pub struct ShardInbox {
     pub requests: mpsc::Receiver<RemoteRequest>,
     pub replies: mpsc::UnboundedReceiver<RemoteReply>,
+    pub connections: mpsc::UnboundedReceiver<std::net::TcpStream>,
 }
 
 /// Which shard owns `ledger`.
@@ -77,6 +80,13 @@ enum Responder {
 
 struct Pending {
     lsn: Lsn,
+    to: Responder,
+    reply: Answer,
+}
+
+/// Records that found every journal buffer busy: appended, in order, as buffers free up.
+struct Blocked {
+    records: Vec<JournalRecord>,
     to: Responder,
     reply: Answer,
 }
@@ -109,6 +119,9 @@ pub struct Shard {
     journal: Journal<RealStorage>,
     driver: DriverKind,
     pending: VecDeque<Pending>,
+    blocked: VecDeque<Blocked>,
+    /// Woken when the shard takes input again (journal buffers or write cache freed).
+    unblocked: Rc<tokio::sync::Notify>,
     watchers: HashMap<i64, Vec<Watcher>>,
     next_watch: u64,
     conns: HashMap<u64, Weak<Conn>>,
@@ -159,6 +172,7 @@ impl Shard {
             id,
             ledger_dir.clone(),
             config.ledger_store.clone(),
+            config.flush_rate_bytes_per_sec,
             config.force_psync,
             peers.clone(),
             config.read_queue,
@@ -206,6 +220,8 @@ impl Shard {
             journal,
             driver,
             pending: VecDeque::with_capacity(4096),
+            blocked: VecDeque::new(),
+            unblocked: Rc::new(tokio::sync::Notify::new()),
             watchers: HashMap::new(),
             next_watch: 0,
             conns: HashMap::new(),
@@ -215,7 +231,9 @@ impl Shard {
             store,
             flushing: false,
             last_flush: Instant::now(),
-            flush_threshold_bytes: config.write_cache_bytes / 2,
+            flush_threshold_bytes: config
+                .flush_threshold_bytes
+                .min(config.write_cache_bytes / 2),
             flush_interval: config.flush_interval,
             stats: ShardStats::default(),
         };
@@ -443,14 +461,25 @@ impl Shard {
                 record,
                 reply,
             } => {
+                let mut records: Vec<JournalRecord> = Vec::new();
                 let mut last = None;
                 for r in [master_key, record].into_iter().flatten() {
+                    if !records.is_empty() || !self.blocked.is_empty() {
+                        records.push(r);
+                        continue;
+                    }
                     match self.append(&r) {
                         Ok(lsn) => last = Some(lsn),
+                        Err(StatusCode::ETOOMANYREQUESTS) => records.push(r),
                         Err(status) => {
                             return self.respond(to, request.error_response(status));
                         }
                     }
+                }
+                if !records.is_empty() {
+                    // Every journal buffer is busy: keep the order, stop reading sockets.
+                    self.blocked.push_back(Blocked { records, to, reply });
+                    return;
                 }
                 match last {
                     Some(lsn) => self.pending.push_back(Pending { lsn, to, reply }),
@@ -542,6 +571,7 @@ impl Shard {
                 log::debug!("shard {}: flushed {stats:?}, mark {mark}", self.id);
                 self.store.view = view;
                 self.table.flush_done();
+                self.unblocked.notify_waiters();
                 if let Err(err) = self.journal.trim(Lsn(mark)) {
                     log::error!("shard {}: journal trim failed: {err}; read-only", self.id);
                     self.read_only = true;
@@ -560,10 +590,7 @@ impl Shard {
         let now = self.now_us();
         match self.journal.append_parts(&[&header[..n], rest], now) {
             Ok(lsn) => Ok(lsn),
-            Err(AppendError::Backpressure) => {
-                self.stats.rejected_busy += 1;
-                Err(StatusCode::ETOOMANYREQUESTS)
-            }
+            Err(AppendError::Backpressure) => Err(StatusCode::ETOOMANYREQUESTS),
             Err(AppendError::TooLarge { .. }) => Err(StatusCode::EBADREQ),
             Err(AppendError::Stopped(_)) => {
                 self.read_only = true;
@@ -683,6 +710,7 @@ impl Shard {
                 break;
             }
         }
+        self.append_blocked();
         let durable = self.journal.durable_lsn();
         while self.pending.front().is_some_and(|p| p.lsn <= durable) {
             let p = self.pending.pop_front().expect("front");
@@ -712,6 +740,61 @@ impl Shard {
                 self.respond(p.to, reply);
             }
         }
+    }
+
+    /// Appends the records that waited for a journal buffer, in order, as far as buffers allow.
+    fn append_blocked(&mut self) {
+        let was_blocked = !self.blocked.is_empty();
+        while let Some(mut b) = self.blocked.pop_front() {
+            let mut failed = None;
+            let mut last = None;
+            while !b.records.is_empty() {
+                match self.append(&b.records[0]) {
+                    Ok(lsn) => {
+                        b.records.remove(0);
+                        last = Some(lsn);
+                    }
+                    Err(StatusCode::ETOOMANYREQUESTS) => break,
+                    Err(status) => {
+                        failed = Some(status);
+                        break;
+                    }
+                }
+            }
+            if let Some(status) = failed {
+                let reply = match b.reply {
+                    Answer::Disk(read) => ledger_storage::error_reply(&read, status),
+                    Answer::Now(r) => error_like(&r, status),
+                };
+                self.respond(b.to, reply);
+                continue;
+            }
+            if !b.records.is_empty() {
+                // Still no buffer: the rest (and everything behind it) waits.
+                self.blocked.push_front(b);
+                break;
+            }
+            let lsn = last.unwrap_or(Lsn(self.journal.next_lsn().0 - 1));
+            self.pending.push_back(Pending {
+                lsn,
+                to: b.to,
+                reply: b.reply,
+            });
+        }
+        if was_blocked && self.blocked.is_empty() {
+            self.unblocked.notify_waiters();
+        }
+    }
+
+    /// Whether the shard should stop reading new requests: journal buffers all busy, or the
+    /// write cache at its limit.
+    pub fn is_blocked(&self) -> bool {
+        !self.blocked.is_empty() || self.table.is_full()
+    }
+
+    /// Woken when [`Shard::is_blocked`] may have turned false.
+    pub fn unblocked(&self) -> Rc<tokio::sync::Notify> {
+        self.unblocked.clone()
     }
 
     /// Counters, with the current ledger count and write-cache size.
@@ -778,5 +861,37 @@ impl EventFd {
         unsafe {
             libc::read(self.0, (&mut value as *mut u64).cast(), 8);
         }
+    }
+}
+
+/// `reply` turned into the same kind of reply with `status` (and no data).
+fn error_like(reply: &Response, status: StatusCode) -> Response {
+    match *reply {
+        Response::AddEntry {
+            ledger_id,
+            entry_id,
+            ..
+        } => Response::AddEntry {
+            status,
+            ledger_id,
+            entry_id,
+        },
+        Response::ReadEntry {
+            ledger_id,
+            entry_id,
+            ..
+        } => Response::ReadEntry {
+            status,
+            ledger_id,
+            entry_id,
+            body: None,
+            max_lac: None,
+            lac_update_timestamp: None,
+        },
+        Response::WriteLac { ledger_id, .. } => Response::WriteLac { status, ledger_id },
+        ref other => Response::Error {
+            operation: other.operation(),
+            status,
+        },
     }
 }

@@ -42,6 +42,9 @@ pub struct JournalConfig {
     /// Trimmed segment files kept for recycling (default 2; `journalMaxBackups` is not the
     /// same thing: trimmed files are never read again).
     pub max_free_segments: usize,
+    /// Free segment files zero-filled at open, up to this count (default 0), so that a busy
+    /// journal recycles files instead of zero-filling new ones beside its own writes.
+    pub preallocate_segments: usize,
     pub recovery_mode: RecoveryMode,
 }
 
@@ -58,6 +61,7 @@ impl Default for JournalConfig {
             max_record_bytes: (5 << 20) + (64 << 10),
             zero_fill_chunk_bytes: 1 << 20,
             max_free_segments: 2,
+            preallocate_segments: 0,
             recovery_mode: RecoveryMode::Strict,
         }
     }

@@ -186,9 +186,16 @@ impl<S: Storage> Journal<S> {
                 _ => free.push(name),
             }
         }
-        while free.len() > config.max_free_segments {
+        while free.len() > config.max_free_segments.max(config.preallocate_segments) {
             let name = free.remove(0);
             storage.remove(&name).map_err(dir_io("remove", &name))?;
+        }
+        let mut next_segment_id = rec.next_segment_id;
+        while free.len() < config.preallocate_segments {
+            let name = free_file_name(SegmentId(next_segment_id));
+            next_segment_id += 1;
+            preallocate(&mut storage, &name, &config).map_err(dir_io("preallocate", &name))?;
+            free.push(name);
         }
         storage
             .sync_dir()
@@ -202,7 +209,7 @@ impl<S: Storage> Journal<S> {
             stopped: None,
             next_lsn: rec.next_lsn,
             durable_lsn: Lsn(rec.next_lsn.0 - 1),
-            next_segment_id: rec.next_segment_id,
+            next_segment_id,
             next_generation: rec.next_generation,
             active: None,
             ready: None,
@@ -381,7 +388,11 @@ impl<S: Storage> Journal<S> {
                 break;
             }
             let name = segment_file_name(seg.id);
-            let result = if self.free.len() < self.config.max_free_segments {
+            let keep = self
+                .config
+                .max_free_segments
+                .max(self.config.preallocate_segments);
+            let result = if self.free.len() < keep {
                 let free = free_file_name(seg.id);
                 self.storage.rename(&name, &free).map(|_| free)
             } else {
@@ -843,6 +854,29 @@ impl<S: Storage> Journal<S> {
             other => other,
         })
     }
+}
+
+/// Creates a free segment file of the configured size, zero-filled and synced (blocking: used
+/// at open only).
+fn preallocate<S: Storage>(
+    storage: &mut S,
+    name: &str,
+    config: &JournalConfig,
+) -> Result<(), IoError> {
+    let file = storage.open(name, true)?;
+    let result = (|| {
+        let mut buf = AlignedBuf::zeroed(config.zero_fill_chunk_bytes.max(1 << 20));
+        let mut offset = 0u64;
+        while offset < config.segment_size_bytes {
+            let len = (config.segment_size_bytes - offset).min(buf.capacity() as u64) as usize;
+            buf.set_len(len);
+            buf = io::write_all(storage, file, offset, buf)?;
+            offset += len as u64;
+        }
+        io::sync_data(storage, file)
+    })();
+    storage.close(file);
+    result
 }
 
 /// Fills a 4 KiB block with a `SegmentEnd` record (`flags`: 0 for a rotation,
