@@ -70,6 +70,9 @@ pub fn start(
     std::thread::Builder::new()
         .name(format!("flush-{shard}"))
         .spawn(move || {
+            // Below the shards: sorting and checksumming a flush must not take a core away
+            // from a shard that is answering adds.
+            lower_priority(FLUSH_NICE);
             let opened = storage::open_dir(&flush_dir, 64, force_psync)
                 .map_err(|e| format!("{}: {e}", flush_dir.display()))
                 .map(|s| Paced::new(s, flush_rate_bytes_per_sec))
@@ -106,6 +109,7 @@ pub fn start(
     std::thread::Builder::new()
         .name(format!("read-{shard}"))
         .spawn(move || {
+            lower_priority(READ_NICE);
             let storage = match storage::open_dir(&dir, 64, force_psync) {
                 Ok(s) => s,
                 Err(e) => {
@@ -141,6 +145,21 @@ pub fn start(
         recovered,
         done_rx,
     ))
+}
+
+/// Nice values of the flush and reader threads (shard threads run at 0).
+const FLUSH_NICE: i32 = 10;
+const READ_NICE: i32 = 5;
+
+/// Lowers the calling thread's CPU priority (Linux: nice is per thread).
+fn lower_priority(nice: i32) {
+    // SAFETY: plain syscalls on the calling thread.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        if libc::setpriority(libc::PRIO_PROCESS, tid, nice) != 0 {
+            log::debug!("cannot lower the priority of thread {tid}");
+        }
+    }
 }
 
 fn reply(
