@@ -1,6 +1,6 @@
 //! The bookie's settings, with the defaults of the standalone mode (`bookie` with no
 //! arguments). Each field names the bk_server.conf key it corresponds to, where one exists;
-//! reading bk_server.conf itself comes with the cluster mode (issue #6).
+//! `conf.rs` reads bk_server.conf onto it.
 
 use std::path::PathBuf;
 
@@ -49,6 +49,137 @@ pub struct BookieConfig {
     /// Flush the write cache when it holds this much (per shard): it bounds how much journal
     /// a shard keeps, and so how many segment files it cycles through.
     pub flush_threshold_bytes: usize,
+    /// Disk checker and read-only mode (`diskUsage*`, `readOnlyModeEnabled`, ...).
+    pub disk: DiskConfig,
+    /// The HTTP admin server (`httpServer*`).
+    pub http: HttpConfig,
+    /// ZooKeeper and bookie-id settings, parsed and validated here, used by the metadata part.
+    pub cluster: ClusterConfig,
+}
+
+/// When the bookie turns read-only because of its disks (bookie-semantics.md §3.3).
+#[derive(Clone, Debug)]
+pub struct DiskConfig {
+    /// `diskUsageThreshold` (0.95): a directory this full makes the bookie read-only.
+    pub usage_threshold: f64,
+    /// `diskUsageWarnThreshold` (0.90): a warning in the log.
+    pub warn_threshold: f64,
+    /// `diskUsageLwmThreshold` (= threshold): writable again once the total usage is below.
+    pub lwm_threshold: f64,
+    /// `diskCheckInterval` (10 s).
+    pub check_interval: Duration,
+    /// `readOnlyModeEnabled` (true); when false a full disk stops the bookie instead.
+    pub read_only_mode_enabled: bool,
+    /// `forceReadOnlyBookie` (false): read-only for good, manual writable refused.
+    pub force_read_only: bool,
+    /// `minUsableSizeForHighPriorityWrites` (1 GiB): while read-only because of full disks,
+    /// high-priority (recovery) adds are still taken if some directory has this much free.
+    pub min_usable_for_high_priority: u64,
+}
+
+impl Default for DiskConfig {
+    fn default() -> DiskConfig {
+        DiskConfig {
+            usage_threshold: 0.95,
+            warn_threshold: 0.90,
+            lwm_threshold: 0.95,
+            check_interval: Duration::from_secs(10),
+            read_only_mode_enabled: true,
+            force_read_only: false,
+            min_usable_for_high_priority: 1 << 30,
+        }
+    }
+}
+
+/// The HTTP admin server (`http.rs`).
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    /// `httpServerEnabled`: on in standalone mode, off by default with a bk_server.conf (Java).
+    pub enabled: bool,
+    /// `httpServerPort` (8080).
+    pub port: u16,
+    /// `httpServerHost` (0.0.0.0 with a conf file; the bookie's address standalone).
+    pub host: String,
+    /// Whether enabling it was asked for (conf key or flag): then a port in use stops the
+    /// start; the standalone default only warns.
+    pub required: bool,
+}
+
+impl Default for HttpConfig {
+    fn default() -> HttpConfig {
+        HttpConfig {
+            enabled: true,
+            port: 8080,
+            host: "127.0.0.1".into(),
+            required: false,
+        }
+    }
+}
+
+/// Metadata-store and identity keys (bookie-semantics.md §1, §6.4). Parsed and validated by
+/// `conf.rs`; the ZooKeeper registration uses them.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// `metadataServiceUri`, e.g. `zk+hierarchical://zk1:2181;zk2:2181/ledgers`.
+    pub metadata_service_uri: Option<String>,
+    /// `zkServers` (legacy), comma-separated host:port.
+    pub zk_servers: Option<String>,
+    /// `zkLedgersRootPath` (legacy, `/ledgers`).
+    pub zk_ledgers_root_path: String,
+    /// `zkTimeout` (10 s): ZooKeeper session timeout.
+    pub zk_timeout: Duration,
+    /// `zkEnableSecurity` (false).
+    pub zk_enable_security: bool,
+    /// `ledgerManagerFactoryClass` / `ledgerManagerType` (legacy).
+    pub ledger_manager_factory_class: Option<String>,
+    pub ledger_manager_type: Option<String>,
+    /// `bookieId`: a custom id.
+    pub bookie_id: Option<String>,
+    /// `advertisedAddress`: the address in the bookie id and registration (not the bind).
+    pub advertised_address: Option<String>,
+    /// `listeningInterface`: the interface name (or address) given, if any.
+    pub listening_interface: Option<String>,
+    /// `useHostNameAsBookieID` / `useShortHostName`.
+    pub use_host_name_as_bookie_id: bool,
+    pub use_short_host_name: bool,
+    /// `allowLoopback` / `allowEphemeralPorts`.
+    pub allow_loopback: bool,
+    pub allow_ephemeral_ports: bool,
+    /// `gcWaitTime` (600 s), `gcOverreplicatedLedgerWaitTime` (1 day), `verifyMetadataOnGC`.
+    pub gc_wait_time: Duration,
+    pub gc_overreplicated_ledger_wait_time: Duration,
+    pub verify_metadata_on_gc: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> ClusterConfig {
+        ClusterConfig {
+            metadata_service_uri: None,
+            zk_servers: None,
+            zk_ledgers_root_path: "/ledgers".into(),
+            zk_timeout: Duration::from_secs(10),
+            zk_enable_security: false,
+            ledger_manager_factory_class: None,
+            ledger_manager_type: None,
+            bookie_id: None,
+            advertised_address: None,
+            listening_interface: None,
+            use_host_name_as_bookie_id: false,
+            use_short_host_name: false,
+            allow_loopback: false,
+            allow_ephemeral_ports: false,
+            gc_wait_time: Duration::from_secs(600),
+            gc_overreplicated_ledger_wait_time: Duration::from_secs(86_400),
+            verify_metadata_on_gc: false,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Whether a metadata store is configured (otherwise: standalone, no registration).
+    pub fn has_metadata_store(&self) -> bool {
+        self.metadata_service_uri.is_some() || self.zk_servers.is_some()
+    }
 }
 
 impl Default for BookieConfig {
@@ -89,6 +220,9 @@ impl Default for BookieConfig {
             },
             flush_rate_bytes_per_sec: 384 << 20,
             flush_threshold_bytes: 128 << 20,
+            disk: DiskConfig::default(),
+            http: HttpConfig::default(),
+            cluster: ClusterConfig::default(),
         }
     }
 }

@@ -247,6 +247,11 @@ impl LedgerTable {
         self.ledgers.get(&ledger)
     }
 
+    /// The ids of the ledgers in the table.
+    pub fn ids(&self) -> impl Iterator<Item = i64> + '_ {
+        self.ledgers.keys().copied()
+    }
+
     pub fn len(&self) -> usize {
         self.ledgers.len()
     }

@@ -30,6 +30,8 @@ pub type FlushDone = Result<(u64, Arc<ReadView>, FlushStats), String>;
 
 /// A cache-miss read and where its reply goes.
 pub struct ReadJob {
+    /// The request's kind and start (`metrics::pack_timing`), for the origin's metrics.
+    pub timing: u64,
     pub view: Arc<ReadView>,
     pub read: DiskRead,
     pub origin: usize,
@@ -124,6 +126,7 @@ pub fn start(
                             job.conn_id,
                             job.header,
                             error_reply(&job.read, StatusCode::EIO),
+                            job.timing,
                         );
                     }
                     return;
@@ -132,7 +135,14 @@ pub fn start(
             let mut reader = Reader::new(storage, &config);
             for job in read_rx {
                 let response = execute(&mut reader, &job.view, job.read);
-                reply(&peers, job.origin, job.conn_id, job.header, response);
+                reply(
+                    &peers,
+                    job.origin,
+                    job.conn_id,
+                    job.header,
+                    response,
+                    job.timing,
+                );
             }
         })
         .map_err(|e| format!("cannot start the reader thread: {e}"))?;
@@ -168,10 +178,12 @@ fn reply(
     conn_id: u64,
     header: ResponseHeader,
     response: Response,
+    timing: u64,
 ) {
     let _ = peers[origin].replies.send(RemoteReply {
         conn_id,
         frame: ResponseFrame { header, response },
+        timing,
     });
 }
 

@@ -2,17 +2,23 @@
 //!
 //! - `bookie` with no arguments: a standalone bookie on 127.0.0.1:3181, data under ./data, no
 //!   metadata store (the README's main job benchmarks it).
-//! - `bookie serve [--port P] [--data-dir D] [--shards N] ...`: the same with settings; reading
-//!   bk_server.conf and registering in ZooKeeper come with the cluster mode (issue #6).
+//! - `bookie serve [--conf bk_server.conf] [--port P] [--data-dir D] [--shards N] ...`: the
+//!   same with settings from a bk_server.conf (`conf.rs`) and flags, which win over the file.
+//!   An HTTP admin server (`http.rs`) serves /metrics and /api/v1/bookie/... (standalone: on
+//!   127.0.0.1:8080 unless `--no-http`; with a conf file: as `httpServerEnabled` says).
 //! - `bookie inspect journal DIR`: prints the records of a journal directory.
 
+mod conf;
 mod config;
 mod conn;
+mod http;
 mod inspect;
 mod ledger;
 mod ledger_storage;
 mod lock;
+mod metrics;
 mod paced;
+mod readonly;
 mod record;
 mod server;
 mod shard;
@@ -51,6 +57,15 @@ enum Command {
 
 #[derive(clap::Args, Debug, Default)]
 struct ServeArgs {
+    /// A bk_server.conf (Java properties); the flags below override what it sets.
+    #[arg(long, short = 'c')]
+    conf: Option<PathBuf>,
+    /// httpServerPort: serve the HTTP admin server on this port (enables it).
+    #[arg(long)]
+    http_port: Option<u16>,
+    /// No HTTP admin server.
+    #[arg(long, conflicts_with = "http_port")]
+    no_http: bool,
     /// bookiePort.
     #[arg(long)]
     port: Option<u16>,
@@ -103,8 +118,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
-        None => server::run(settings(ServeArgs::default())),
-        Some(Command::Serve(args)) => server::run(settings(args)),
+        None => settings(ServeArgs::default()).and_then(server::run),
+        Some(Command::Serve(args)) => settings(args).and_then(server::run),
         Some(Command::Inspect { what }) => match what {
             Inspect::Journal { dir } => lock::DirLock::acquire(dir.parent().unwrap_or(&dir))
                 .and_then(|_lock| inspect_journal(&dir)),
@@ -122,8 +137,18 @@ fn main() -> ExitCode {
     }
 }
 
-fn settings(args: ServeArgs) -> BookieConfig {
-    let mut c = BookieConfig::default();
+fn settings(args: ServeArgs) -> Result<BookieConfig, String> {
+    let (mut c, write_cache_total) = match &args.conf {
+        Some(path) => {
+            let mut c = conf::conf_defaults();
+            let applied = conf::load(path, &mut c)?;
+            if let Some(line) = conf::ignored_line(&applied.ignored) {
+                log::warn!("{line}");
+            }
+            (c, applied.write_cache_total_bytes)
+        }
+        None => (BookieConfig::default(), None),
+    };
     if let Some(dir) = args.data_dir {
         c.journal_dir = dir.join("journal");
         c.ledger_dir = dir.join("ledgers");
@@ -154,7 +179,22 @@ fn settings(args: ServeArgs) -> BookieConfig {
     }
     c.pin_threads = !args.no_pin;
     c.force_psync = args.psync;
-    c
+    if let (Some(total), None) = (write_cache_total, args.write_cache_mb) {
+        c.write_cache_bytes = (total / c.shard_count()).max(1 << 20);
+    }
+    if args.conf.is_none() {
+        c.http.host = c.bind_address.clone();
+    }
+    if let Some(port) = args.http_port {
+        c.http.port = port;
+        c.http.enabled = true;
+        c.http.required = true;
+    }
+    if args.no_http {
+        c.http.enabled = false;
+    }
+    conf::validate(&c)?;
+    Ok(c)
 }
 
 fn inspect_journal(dir: &std::path::Path) -> Result<(), String> {

@@ -5,6 +5,11 @@
 //! listener (SO_REUSEPORT: the kernel spreads connections over the shards' listeners), then
 //! waits for SIGINT/SIGTERM, tells the shards to stop, and joins them. A shard stops by no
 //! longer accepting, flushing its journal and answering what became durable.
+//!
+//! Beside the shards: the process-wide [`BookieState`] (read-only mode) with its disk-checker
+//! thread, the [`Metrics`] blocks the shards write, and the HTTP admin server on its own
+//! thread. A fatal condition (a full disk with read-only mode disabled) stops the bookie like
+//! a signal, with an error.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -19,8 +24,11 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::BookieConfig;
 use crate::conn::{self, Conn};
+use crate::http::{Admin, HttpServer};
 use crate::lock::DirLock;
-use crate::shard::{EventFd, Shard, ShardHandle, ShardInbox, SHARD};
+use crate::metrics::Metrics;
+use crate::readonly::{spawn_disk_checker, BookieState};
+use crate::shard::{AdminQuery, EventFd, Shard, ShardHandle, ShardInbox, SHARD};
 
 /// Runs the bookie until a signal stops it.
 pub fn run(config: BookieConfig) -> Result<(), String> {
@@ -42,19 +50,28 @@ pub fn run(config: BookieConfig) -> Result<(), String> {
         let (rq_tx, rq_rx) = mpsc::channel(config.cross_shard_queue);
         let (rp_tx, rp_rx) = mpsc::unbounded_channel();
         let (cn_tx, cn_rx) = mpsc::unbounded_channel();
+        let (ad_tx, ad_rx) = mpsc::unbounded_channel();
         handles.push(ShardHandle {
             requests: rq_tx,
             replies: rp_tx,
             connections: cn_tx,
+            admin: ad_tx,
         });
         inboxes.push(ShardInbox {
             requests: rq_rx,
             replies: rp_rx,
             connections: cn_rx,
+            admin: ad_rx,
         });
     }
     let peers = Arc::new(handles);
     let config = Arc::new(config);
+    // The ledger directory first: the metrics name it as Java's `bookie_ledger_*`.
+    let state = Arc::new(BookieState::new(
+        &config.disk,
+        &[&config.ledger_dir, &config.journal_dir],
+    ));
+    let metrics = Arc::new(Metrics::new(shards));
     let (stop_tx, stop_rx) = watch::channel(false);
     let (ready_tx, ready_rx) = std_mpsc::channel::<Result<usize, String>>();
     let accepted = Arc::new(AtomicUsize::new(0));
@@ -67,9 +84,14 @@ pub fn run(config: BookieConfig) -> Result<(), String> {
             ready_tx.clone(),
             accepted.clone(),
         );
+        let shared = (state.clone(), metrics.clone());
         let thread = std::thread::Builder::new()
             .name(format!("shard-{id}"))
-            .spawn(move || shard_main(id, config, peers, inbox, addr, stop, ready, accepted))
+            .spawn(move || {
+                shard_main(
+                    id, config, peers, inbox, addr, stop, ready, accepted, shared,
+                )
+            })
             .map_err(|e| format!("cannot start shard thread {id}: {e}"))?;
         threads.push(thread);
     }
@@ -86,17 +108,63 @@ pub fn run(config: BookieConfig) -> Result<(), String> {
             }
         }
     }
+    let (disk_stop, disk_stop_rx) = std_mpsc::channel::<()>();
+    let mut disk_checker = None;
+    let mut http = None;
     if failure.is_none() {
+        match spawn_disk_checker(state.clone(), config.disk.clone(), disk_stop_rx) {
+            Ok(t) => disk_checker = Some(t),
+            Err(e) => failure = Some(format!("cannot start the disk checker: {e}")),
+        }
+    }
+    if failure.is_none() && config.http.enabled {
+        let admin = Admin {
+            state: state.clone(),
+            metrics: metrics.clone(),
+            config: config.clone(),
+            shards: peers.clone(),
+        };
+        match HttpServer::start(admin, &config.http.host, config.http.port) {
+            Ok(server) => {
+                log::info!("http admin server on {}", server.addr);
+                http = Some(server);
+            }
+            Err(e) if config.http.required => failure = Some(e),
+            Err(e) => log::warn!("{e}; serving without the HTTP admin server"),
+        }
+    }
+    if failure.is_none() {
+        state.set_running(true);
         log::info!(
-            "bookie serving on {addr} with {shards} shards (journal {}, ledgers {})",
+            "bookie serving on {addr} with {shards} shards (journal {}, ledgers {}){}",
             config.journal_dir.display(),
-            config.ledger_dir.display()
+            config.ledger_dir.display(),
+            if state.is_read_only() {
+                ", read-only"
+            } else {
+                ""
+            }
         );
-        signals.wait();
+        if !config.cluster.has_metadata_store() {
+            log::info!("no metadataServiceUri or zkServers: standalone, not registered");
+        }
+        // The registration (metadata part) follows `state.subscribe()` from here.
+        if let Some(why) = signals.wait(&state) {
+            failure = Some(why);
+        }
         log::info!("stopping: flushing journals");
+    }
+    state.set_shutting_down();
+    if let Some(server) = http.take() {
+        server.stop();
     }
     let _ = stop_tx.send(true);
     for t in threads {
+        let _ = t.join();
+    }
+    state.set_running(false);
+    drop(disk_stop);
+    if let Some(t) = disk_checker {
         let _ = t.join();
     }
     match failure {
@@ -130,13 +198,15 @@ impl Signals {
         Ok(Signals { rt, term, int })
     }
 
-    fn wait(mut self) {
+    /// Until a signal (`None`) or a fatal condition the state reports (`Some(why)`).
+    fn wait(mut self, state: &BookieState) -> Option<String> {
         self.rt.block_on(async {
             tokio::select! {
-                _ = self.term.recv() => log::info!("SIGTERM received"),
-                _ = self.int.recv() => log::info!("SIGINT received"),
+                _ = self.term.recv() => { log::info!("SIGTERM received"); None }
+                _ = self.int.recv() => { log::info!("SIGINT received"); None }
+                why = state.stop_requested() => Some(why),
             }
-        });
+        })
     }
 }
 
@@ -164,6 +234,7 @@ fn shard_main(
     mut stop: watch::Receiver<bool>,
     ready: std_mpsc::Sender<Result<usize, String>>,
     accepted: Arc<AtomicUsize>,
+    (state, metrics): (Arc<BookieState>, Arc<Metrics>),
 ) {
     if config.pin_threads {
         pin_to_core(id);
@@ -180,7 +251,8 @@ fn shard_main(
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let (shard, mut flush_done) = match Shard::open(id, &config, peers.clone()) {
+        let (shard, mut flush_done) = match Shard::open(id, &config, peers.clone(), state, metrics)
+        {
             Ok((s, done)) => (Rc::new(RefCell::new(s)), done),
             Err(e) => {
                 let _ = ready.send(Err(format!("shard {id}: {e}")));
@@ -201,7 +273,18 @@ fn shard_main(
             mut requests,
             mut replies,
             mut connections,
+            mut admin,
         } = inbox;
+        let s = shard.clone();
+        let admin_task = tokio::task::spawn_local(async move {
+            while let Some(query) = admin.recv().await {
+                match query {
+                    AdminQuery::ListLedgers(answer) => {
+                        let _ = answer.send(s.borrow().ledger_ids());
+                    }
+                }
+            }
+        });
         let s = shard.clone();
         let requests_task = tokio::task::spawn_local(async move {
             loop {
@@ -310,6 +393,7 @@ fn shard_main(
         replies_task.abort();
         journal_task.abort();
         flush_task.abort();
+        admin_task.abort();
         shard.borrow_mut().flush();
         // Give the connections' writers a moment to send the last replies.
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -28,6 +28,8 @@ use crate::config::BookieConfig;
 use crate::conn::Conn;
 use crate::ledger::{Answer, Decision, DiskRead, LedgerTable};
 use crate::ledger_storage::{self, FlushDone, LedgerStorageLink, ReadJob};
+use crate::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
+use crate::readonly::BookieState;
 use crate::record::{JournalRecord, HEADER_MAX};
 
 /// A request for a ledger another shard owns.
@@ -35,12 +37,23 @@ pub struct RemoteRequest {
     pub origin: usize,
     pub conn_id: u64,
     pub frame: RequestFrame,
+    /// When the origin shard decoded it (`metrics::now_us`).
+    pub since: u64,
 }
 
 /// A reply travelling back to the shard that holds the connection.
 pub struct RemoteReply {
     pub conn_id: u64,
     pub frame: ResponseFrame,
+    /// A reply from the reader thread: `metrics::pack_timing` of the request, for the origin
+    /// shard to record (0: recorded already).
+    pub timing: u64,
+}
+
+/// Questions the HTTP admin thread asks a shard, answered between requests.
+pub enum AdminQuery {
+    /// The ids of the ledgers the shard holds.
+    ListLedgers(tokio::sync::oneshot::Sender<Vec<i64>>),
 }
 
 /// How other shards reach this one.
@@ -50,6 +63,7 @@ pub struct ShardHandle {
     pub replies: mpsc::UnboundedSender<RemoteReply>,
     /// Accepted connections handed over for balance (round robin over shards).
     pub connections: mpsc::UnboundedSender<std::net::TcpStream>,
+    pub admin: mpsc::UnboundedSender<AdminQuery>,
 }
 
 /// The receiving ends, owned by the shard's thread.
@@ -57,6 +71,7 @@ pub struct ShardInbox {
     pub requests: mpsc::Receiver<RemoteRequest>,
     pub replies: mpsc::UnboundedReceiver<RemoteReply>,
     pub connections: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    pub admin: mpsc::UnboundedReceiver<AdminQuery>,
 }
 
 /// Which shard owns `ledger`.
@@ -70,15 +85,52 @@ enum Responder {
     Local {
         conn: Rc<Conn>,
         header: ResponseHeader,
+        op: Op,
+        since: u64,
     },
     Remote {
         origin: usize,
         conn_id: u64,
         header: ResponseHeader,
+        op: Op,
+        since: u64,
     },
 }
 
+/// The metrics kind of a request.
+fn op_of(request: &Request) -> Op {
+    match request {
+        Request::AddEntry { .. } => Op::AddEntry,
+        Request::ReadEntry {
+            flag: Some(ReadFlag::FenceLedger),
+            ..
+        } => Op::ReadEntryFence,
+        Request::ReadEntry {
+            previous_lac: Some(_),
+            ..
+        } => Op::ReadEntryLongPoll,
+        Request::ReadEntry { .. } => Op::ReadEntry,
+        Request::BatchReadEntry { .. } => Op::BatchReadEntry,
+        Request::WriteLac { .. } => Op::WriteLac,
+        Request::ReadLac { .. } => Op::ReadLac,
+        Request::ForceLedger { .. } => Op::ForceLedger,
+        Request::GetBookieInfo { .. } => Op::GetBookieInfo,
+        Request::GetListOfEntriesOfLedger { .. } => Op::GetListOfEntries,
+        _ => Op::Other,
+    }
+}
+
+/// Whether the request asks for high priority (v2 flag, v3 priority > 0).
+fn high_priority(frame: &RequestFrame) -> bool {
+    match frame.header {
+        net::RequestHeader::V2 { high_priority, .. } => high_priority,
+        net::RequestHeader::V3 { priority, .. } => priority.is_some_and(|p| p > 0),
+    }
+}
+
 struct Pending {
+    /// When its record was appended (`metrics::now_us`).
+    at: u64,
     lsn: Lsn,
     to: Responder,
     reply: Answer,
@@ -86,6 +138,7 @@ struct Pending {
 
 /// Records that found every journal buffer busy: appended, in order, as buffers free up.
 struct Blocked {
+    at: u64,
     records: Vec<JournalRecord>,
     to: Responder,
     reply: Answer,
@@ -127,7 +180,12 @@ pub struct Shard {
     conns: HashMap<u64, Weak<Conn>>,
     started: Instant,
     ledger_dir: std::path::PathBuf,
+    /// This shard's journal or ledger storage failed: it takes no more writes (and the
+    /// bookie-wide state is read-only for good, see `readonly.rs`).
     read_only: bool,
+    /// The process-wide state (read-only mode) the shards share.
+    state: Arc<BookieState>,
+    metrics: Arc<Metrics>,
     store: LedgerStorageLink,
     flushing: bool,
     last_flush: Instant,
@@ -149,6 +207,8 @@ impl Shard {
         id: usize,
         config: &BookieConfig,
         peers: Arc<Vec<ShardHandle>>,
+        state: Arc<BookieState>,
+        metrics: Arc<Metrics>,
     ) -> Result<(Shard, mpsc::UnboundedReceiver<FlushDone>), String> {
         let journal_dir = config.journal_dir.join(format!("shard-{id}"));
         let ledger_dir = config.ledger_dir.join(format!("shard-{id}"));
@@ -228,6 +288,8 @@ impl Shard {
             started,
             ledger_dir,
             read_only: false,
+            state,
+            metrics,
             store,
             flushing: false,
             last_flush: Instant::now(),
@@ -267,9 +329,13 @@ impl Shard {
     pub fn dispatch(&mut self, frame: RequestFrame, conn: &Rc<Conn>) {
         self.stats.requests += 1;
         let header = frame.reply_header();
+        let (op, since) = (op_of(&frame.request), now_us());
+        self.m().started(op);
         let local = |conn: &Rc<Conn>| Responder::Local {
             conn: conn.clone(),
             header,
+            op,
+            since,
         };
         let supported = frame.header.is_version_supported();
         let ledger = match &frame.request {
@@ -317,6 +383,7 @@ impl Shard {
             origin: self.id,
             conn_id: conn.id,
             frame,
+            since,
         };
         if let Err(err) = self.peers[owner].requests.try_send(remote) {
             self.stats.rejected_busy += 1;
@@ -332,16 +399,24 @@ impl Shard {
 
     /// A request from another shard about one of ours.
     pub fn handle_remote(&mut self, request: RemoteRequest) {
+        self.m().stage(Stage::CrossShardQueue, request.since);
         let to = Responder::Remote {
             origin: request.origin,
             conn_id: request.conn_id,
             header: request.frame.reply_header(),
+            op: op_of(&request.frame.request),
+            since: request.since,
         };
         self.handle(request.frame, to);
     }
 
     /// A reply from another shard for one of our connections.
     pub fn deliver_remote_reply(&mut self, reply: RemoteReply) {
+        if reply.timing != 0 {
+            let (op, since) = crate::metrics::unpack_timing(reply.timing);
+            self.record(op, since, &reply.frame.response);
+            self.m().stage(Stage::CacheMissRead, since);
+        }
         if let Some(conn) = self.conns.get(&reply.conn_id).and_then(Weak::upgrade) {
             conn.send(&reply.frame);
         }
@@ -360,9 +435,12 @@ impl Shard {
                 recovery,
                 ..
             } => {
-                if self.read_only {
+                if self.read_only || !self.state.accepts_add(high_priority(&frame)) {
                     Decision::Reply(frame.request.error_response(StatusCode::EREADONLY))
                 } else {
+                    self.m()
+                        .write_bytes
+                        .fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
                     let d = self.table.add(
                         *ledger_id,
                         *entry_id,
@@ -428,7 +506,7 @@ impl Shard {
                 body,
                 ..
             } => {
-                if self.read_only {
+                if self.read_only || !self.state.accepts_write_lac() {
                     Decision::Reply(frame.request.error_response(StatusCode::EREADONLY))
                 } else {
                     let d = self
@@ -478,11 +556,21 @@ impl Shard {
                 }
                 if !records.is_empty() {
                     // Every journal buffer is busy: keep the order, stop reading sockets.
-                    self.blocked.push_back(Blocked { records, to, reply });
+                    self.blocked.push_back(Blocked {
+                        at: now_us(),
+                        records,
+                        to,
+                        reply,
+                    });
                     return;
                 }
                 match last {
-                    Some(lsn) => self.pending.push_back(Pending { lsn, to, reply }),
+                    Some(lsn) => self.pending.push_back(Pending {
+                        at: now_us(),
+                        lsn,
+                        to,
+                        reply,
+                    }),
                     None => self.answer(to, reply),
                 }
             }
@@ -492,6 +580,7 @@ impl Shard {
                     self.respond(to, reply);
                 } else {
                     self.pending.push_back(Pending {
+                        at: now_us(),
                         lsn,
                         to,
                         reply: Answer::Now(reply),
@@ -513,15 +602,33 @@ impl Shard {
 
     /// Hands a cache miss to the shard's reader thread (bounded queue: full means busy).
     fn read_disk(&mut self, read: DiskRead, to: Responder) {
-        let (origin, conn_id, header) = match &to {
-            Responder::Local { conn, header } => (self.id, conn.id, *header),
+        let (origin, conn_id, header, timing) = match &to {
+            Responder::Local {
+                conn,
+                header,
+                op,
+                since,
+            } => (
+                self.id,
+                conn.id,
+                *header,
+                crate::metrics::pack_timing(*op, *since),
+            ),
             Responder::Remote {
                 origin,
                 conn_id,
                 header,
-            } => (*origin, *conn_id, *header),
+                op,
+                since,
+            } => (
+                *origin,
+                *conn_id,
+                *header,
+                crate::metrics::pack_timing(*op, *since),
+            ),
         };
         let job = ReadJob {
+            timing,
             view: self.store.view.clone(),
             read,
             origin,
@@ -556,7 +663,7 @@ impl Shard {
             self.last_flush = Instant::now();
             if self.store.flush_jobs.send(batch).is_err() {
                 log::error!("shard {}: the flush thread is gone; read-only", self.id);
-                self.read_only = true;
+                self.set_failed("the flush thread is gone");
             }
         }
     }
@@ -574,12 +681,12 @@ impl Shard {
                 self.unblocked.notify_waiters();
                 if let Err(err) = self.journal.trim(Lsn(mark)) {
                     log::error!("shard {}: journal trim failed: {err}; read-only", self.id);
-                    self.read_only = true;
+                    self.set_failed("journal trim failed");
                 }
             }
             Err(err) => {
                 log::error!("shard {}: {err}; the shard is read-only now", self.id);
-                self.read_only = true;
+                self.set_failed("ledger storage flush failed");
             }
         }
     }
@@ -593,7 +700,7 @@ impl Shard {
             Err(AppendError::Backpressure) => Err(StatusCode::ETOOMANYREQUESTS),
             Err(AppendError::TooLarge { .. }) => Err(StatusCode::EBADREQ),
             Err(AppendError::Stopped(_)) => {
-                self.read_only = true;
+                self.set_failed("journal stopped");
                 Err(StatusCode::EIO)
             }
         }
@@ -601,23 +708,36 @@ impl Shard {
 
     fn respond(&mut self, to: Responder, reply: Response) {
         match to {
-            Responder::Local { conn, header } => conn.send(&ResponseFrame {
+            Responder::Local {
+                conn,
                 header,
-                response: reply,
-            }),
+                op,
+                since,
+            } => {
+                self.record(op, since, &reply);
+                conn.send(&ResponseFrame {
+                    header,
+                    response: reply,
+                })
+            }
             Responder::Remote {
                 origin,
                 conn_id,
                 header,
+                op,
+                since,
             } => {
+                self.record(op, since, &reply);
                 let frame = ResponseFrame {
                     header,
                     response: reply,
                 };
                 // The origin shard only stops at process exit.
-                let _ = self.peers[origin]
-                    .replies
-                    .send(RemoteReply { conn_id, frame });
+                let _ = self.peers[origin].replies.send(RemoteReply {
+                    conn_id,
+                    frame,
+                    timing: 0,
+                });
             }
         }
     }
@@ -703,7 +823,7 @@ impl Shard {
                 if !self.read_only {
                     log::error!("shard {}: {err}; the shard is read-only now", self.id);
                 }
-                self.read_only = true;
+                self.set_failed("journal write failed");
                 break;
             }
             if !self.journal.has_pending() {
@@ -714,9 +834,12 @@ impl Shard {
         let durable = self.journal.durable_lsn();
         while self.pending.front().is_some_and(|p| p.lsn <= durable) {
             let p = self.pending.pop_front().expect("front");
+            self.m().journal_add(p.at);
+            self.m().stage(Stage::Journal, p.at);
             self.answer(p.to, p.reply);
         }
         self.maybe_flush();
+        self.publish_gauges();
         if self.read_only && self.journal.stopped().is_some() {
             // Nothing pending will ever be durable: fail it rather than hang the clients.
             while let Some(p) = self.pending.pop_front() {
@@ -775,7 +898,9 @@ impl Shard {
                 break;
             }
             let lsn = last.unwrap_or(Lsn(self.journal.next_lsn().0 - 1));
+            self.m().stage(Stage::JournalBlocked, b.at);
             self.pending.push_back(Pending {
+                at: now_us(),
                 lsn,
                 to: b.to,
                 reply: b.reply,
@@ -804,6 +929,67 @@ impl Shard {
             write_cache_bytes: self.table.cached_bytes() + self.table.frozen_bytes(),
             ..self.stats.clone()
         }
+    }
+
+    /// This shard's metrics block.
+    #[inline]
+    fn m(&self) -> &ShardMetrics {
+        &self.metrics.shards[self.id]
+    }
+
+    /// Records an answered request (latency by kind and outcome, bytes read).
+    fn record(&self, op: Op, since: u64, reply: &Response) {
+        let status = reply.status();
+        let m = self.m();
+        m.finished(
+            op,
+            since,
+            status == StatusCode::EOK,
+            status == StatusCode::ETOOMANYREQUESTS,
+        );
+        if let Response::ReadEntry {
+            body: Some(body), ..
+        } = reply
+        {
+            m.read_bytes
+                .fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Gauges and journal counters for the metrics (plain stores, no lock).
+    fn publish_gauges(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let m = self.m();
+        let j = self.journal.stats();
+        m.journal_queue
+            .store((self.pending.len() + self.blocked.len()) as i64, Relaxed);
+        m.write_cache_bytes.store(
+            (self.table.cached_bytes() + self.table.frozen_bytes()) as i64,
+            Relaxed,
+        );
+        m.ledgers.store(self.table.len() as i64, Relaxed);
+        m.journal_records.store(j.records, Relaxed);
+        m.journal_groups.store(j.groups, Relaxed);
+        m.journal_syncs.store(j.syncs, Relaxed);
+        m.journal_bytes.store(j.bytes_written, Relaxed);
+        m.journal_flush_max_wait.store(j.flushes_max_wait, Relaxed);
+        m.journal_flush_bytes.store(j.flushes_bytes, Relaxed);
+        m.journal_flush_entries.store(j.flushes_records, Relaxed);
+        m.journal_flush_queue_empty
+            .store(j.flushes_queue_empty, Relaxed);
+    }
+
+    /// The shard's journal or ledger storage failed: no more writes here, and the bookie is
+    /// read-only until restarted.
+    fn set_failed(&mut self, why: &str) {
+        self.read_only = true;
+        self.state
+            .set_io_failure(&format!("shard {}: {why}", self.id));
+    }
+
+    /// The ids of the ledgers this shard holds (HTTP list_ledgers).
+    pub fn ledger_ids(&self) -> Vec<i64> {
+        self.table.ids().collect()
     }
 
     /// Closes the open group and waits until everything appended is durable (shutdown).

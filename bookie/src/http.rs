@@ -1,0 +1,390 @@
+//! The HTTP admin server (bookie-semantics.md §6.1): `/heartbeat`, `/metrics`, the bookie's
+//! state and read-only switch, disk info, the ledger list, and the GC routes.
+//!
+//! It runs on its own thread with its own current-thread tokio runtime, never on a shard, so
+//! a scrape or a slow admin client cannot delay a request. The HTTP/1.1 handling is ours and
+//! small on purpose: a handful of routes with tiny bodies, answered with `Connection: close`,
+//! do not justify hyper's dependency tree in a from-scratch CI build. Limits keep a bad client
+//! harmless: 16 KiB of request head, 64 KiB of body (Content-Length only), 10 s to send it;
+//! anything malformed gets a 400 and the connection closed, never a panic.
+//!
+//! JSON shapes follow the Java bookie's handlers: `/api/v1/bookie/state` →
+//! `{"running","readOnly","shuttingDown","availableForHighPriorityWrites"}`,
+//! `/api/v1/bookie/state/readonly` → `{"readOnly":bool}` (PUT the same to switch; 400 when
+//! read-only is forced or read-only mode is disabled), `/api/v1/bookie/info` →
+//! `{"freeSpace","totalSpace"}`. The GC routes exist and answer 501 until ledger GC lands.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::config::BookieConfig;
+use crate::metrics::Metrics;
+use crate::readonly::{disk_usage, BookieState};
+use crate::shard::{AdminQuery, ShardHandle};
+
+const MAX_HEAD: usize = 16 << 10;
+const MAX_BODY: usize = 64 << 10;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the handlers need.
+pub struct Admin {
+    pub state: Arc<BookieState>,
+    pub metrics: Arc<Metrics>,
+    pub config: Arc<BookieConfig>,
+    pub shards: Arc<Vec<ShardHandle>>,
+}
+
+/// The running server: stop it by dropping or calling [`HttpServer::stop`].
+pub struct HttpServer {
+    stop: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    pub addr: SocketAddr,
+}
+
+impl HttpServer {
+    /// Binds `host:port` and serves on a new thread.
+    pub fn start(admin: Admin, host: &str, port: u16) -> Result<HttpServer, String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("http: runtime: {e}"))?;
+        let listener = {
+            let _guard = rt.enter();
+            let addr = format!("{host}:{port}");
+            let std_listener = std::net::TcpListener::bind(&addr)
+                .map_err(|e| format!("http: cannot listen on {addr}: {e}"))?;
+            std_listener
+                .set_nonblocking(true)
+                .map_err(|e| format!("http: {e}"))?;
+            tokio::net::TcpListener::from_std(std_listener).map_err(|e| format!("http: {e}"))?
+        };
+        let addr = listener.local_addr().map_err(|e| format!("http: {e}"))?;
+        let (stop, mut stopped) = watch::channel(false);
+        let admin = Arc::new(admin);
+        let thread = std::thread::Builder::new()
+            .name("http-admin".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    loop {
+                        tokio::select! {
+                            _ = stopped.changed() => break,
+                            accepted = listener.accept() => match accepted {
+                                Ok((stream, _)) => {
+                                    let admin = admin.clone();
+                                    tokio::spawn(async move {
+                                        let _ = tokio::time::timeout(
+                                            REQUEST_TIMEOUT,
+                                            serve(stream, &admin),
+                                        )
+                                        .await;
+                                    });
+                                }
+                                Err(e) => {
+                                    log::warn!("http: accept failed: {e}");
+                                    tokio::time::sleep(Duration::from_millis(10)).await;
+                                }
+                            },
+                        }
+                    }
+                });
+            })
+            .map_err(|e| format!("http: cannot start the thread: {e}"))?;
+        Ok(HttpServer {
+            stop,
+            thread: Some(thread),
+            addr,
+        })
+    }
+
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A parsed request.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub body: Vec<u8>,
+}
+
+/// An answer.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    fn text(status: u16, body: &str) -> Response {
+        Response {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    fn json(status: u16, value: serde_json::Value) -> Response {
+        let mut body = serde_json::to_vec_pretty(&value).unwrap_or_default();
+        body.push(b'\n');
+        Response {
+            status,
+            content_type: "application/json",
+            body,
+        }
+    }
+
+    fn error(status: u16, message: &str) -> Response {
+        Response::json(status, serde_json::json!({ "error": message }))
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        413 => "Payload Too Large",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        _ => "",
+    }
+}
+
+async fn serve(mut stream: TcpStream, admin: &Admin) {
+    let response = match read_request(&mut stream).await {
+        Ok(request) => route(admin, &request).await,
+        Err(response) => response,
+    };
+    let head = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        response.status,
+        reason(response.status),
+        response.content_type,
+        response.body.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(&response.body).await;
+    let _ = stream.shutdown().await;
+}
+
+async fn read_request(stream: &mut TcpStream) -> Result<Request, Response> {
+    let mut buf = Vec::with_capacity(1024);
+    let head_end = loop {
+        if let Some(i) = find(&buf, b"\r\n\r\n") {
+            break i;
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(Response::text(431, "request head too large\n"));
+        }
+        let mut chunk = [0u8; 4096];
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return Err(Response::text(400, "incomplete request\n")),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let (mut request, content_length) = parse_head(&buf[..head_end])?;
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < content_length {
+        let mut chunk = [0u8; 4096];
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return Err(Response::text(400, "incomplete body\n")),
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+        }
+    }
+    body.truncate(content_length);
+    request.body = body;
+    Ok(request)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The request line and the headers that matter; the body's length.
+pub fn parse_head(head: &[u8]) -> Result<(Request, usize), Response> {
+    let bad = |why: &str| Response::text(400, &format!("{why}\n"));
+    let head = std::str::from_utf8(head).map_err(|_| bad("request head is not UTF-8"))?;
+    let mut lines = head.split("\r\n");
+    let line = lines.next().unwrap_or_default();
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad("malformed request line"));
+    };
+    if !version.starts_with("HTTP/1.") || method.is_empty() || !target.starts_with('/') {
+        return Err(bad("malformed request line"));
+    }
+    let mut content_length = 0usize;
+    for header in lines {
+        let Some((name, value)) = header.split_once(':') else {
+            return Err(bad("malformed header"));
+        };
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("content-length") {
+            content_length = value.parse().map_err(|_| bad("bad Content-Length"))?;
+            if content_length > MAX_BODY {
+                return Err(Response::text(413, "body too large\n"));
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(Response::text(411, "send a Content-Length\n"));
+        }
+    }
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    Ok((
+        Request {
+            method: method.to_string(),
+            path: path.trim_end_matches('/').to_string(),
+            query: query.to_string(),
+            body: Vec::new(),
+        },
+        content_length,
+    ))
+}
+
+const GC_NOT_AVAILABLE: &str =
+    "garbage collection is not available yet in this bookie (it comes with the metadata store)";
+
+async fn route(admin: &Admin, r: &Request) -> Response {
+    let get = r.method == "GET";
+    let put = r.method == "PUT" || r.method == "POST";
+    let state = &admin.state;
+    match r.path.as_str() {
+        "/heartbeat" => Response::text(200, "OK\n"),
+        "/metrics" if get => Response {
+            status: 200,
+            content_type: "text/plain; version=0.0.4; charset=utf-8",
+            body: admin.metrics.render(state).into_bytes(),
+        },
+        "/metrics" => Response::text(403, "GET only\n"),
+        "/api/v1/bookie/info" if get => match disk_usage(&admin.config.ledger_dir) {
+            Ok(u) => Response::json(
+                200,
+                serde_json::json!({ "freeSpace": u.usable_bytes, "totalSpace": u.total_bytes }),
+            ),
+            Err(e) => Response::error(500, &format!("statvfs: {e}")),
+        },
+        "/api/v1/bookie/state" if get => Response::json(
+            200,
+            serde_json::json!({
+                "running": state.is_running(),
+                "readOnly": state.is_read_only(),
+                "shuttingDown": state.is_shutting_down(),
+                "availableForHighPriorityWrites": state.high_priority_available(),
+            }),
+        ),
+        "/api/v1/bookie/is_ready" if get => {
+            if state.is_running() && !state.is_shutting_down() {
+                Response::text(200, "OK\n")
+            } else {
+                Response::text(503, "Bookie is not fully started yet\n")
+            }
+        }
+        "/api/v1/bookie/state/readonly" if get => readonly_state(state),
+        "/api/v1/bookie/state/readonly" if put => {
+            let wanted = serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v.get("readOnly").and_then(|b| b.as_bool()));
+            let Some(read_only) = wanted else {
+                return Response::error(400, "expected a body like {\"readOnly\": true}");
+            };
+            match state.set_manual(read_only) {
+                Ok(()) => readonly_state(state),
+                Err(why) => Response::error(400, &why),
+            }
+        }
+        "/api/v1/bookie/gc" if get || put => Response::error(501, GC_NOT_AVAILABLE),
+        "/api/v1/bookie/gc_details" | "/api/v1/bookie/gc/details" if get => {
+            Response::error(501, GC_NOT_AVAILABLE)
+        }
+        "/api/v1/bookie/list_ledgers" if get => list_ledgers(admin).await,
+        _ => Response::error(404, "not found"),
+    }
+}
+
+fn readonly_state(state: &BookieState) -> Response {
+    Response::json(200, serde_json::json!({ "readOnly": state.is_read_only() }))
+}
+
+/// The ledgers the shards hold (write cache and ledger storage): asked of each shard over its
+/// admin queue, answered between requests.
+async fn list_ledgers(admin: &Admin) -> Response {
+    let mut ids = Vec::new();
+    for shard in admin.shards.iter() {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if shard.admin.send(AdminQuery::ListLedgers(tx)).is_err() {
+            return Response::error(503, "a shard is not running");
+        }
+        match tokio::time::timeout(Duration::from_secs(5), rx).await {
+            Ok(Ok(list)) => ids.extend(list),
+            _ => return Response::error(503, "a shard did not answer"),
+        }
+    }
+    ids.sort_unstable();
+    Response::json(
+        200,
+        serde_json::json!({ "count": ids.len(), "ledgers": ids }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_heads() {
+        let (r, len) =
+            parse_head(b"PUT /api/v1/bookie/state/readonly/?x=1 HTTP/1.1\r\nContent-Length: 17")
+                .unwrap();
+        assert_eq!(r.method, "PUT");
+        assert_eq!(r.path, "/api/v1/bookie/state/readonly");
+        assert_eq!(r.query, "x=1");
+        assert_eq!(len, 17);
+        let bad: [&[u8]; 8] = [
+            b"",
+            b"GET",
+            b"GET /x",
+            b"GET x HTTP/1.1",
+            b"GET /x HTTP/1.1 extra",
+            b"GET /x SPDY/3\r\n",
+            b"GET /x HTTP/1.1\r\nContent-Length: lots",
+            b"GET /x HTTP/1.1\r\nno colon",
+        ];
+        for head in bad {
+            assert_eq!(parse_head(head).unwrap_err().status, 400, "{head:?}");
+        }
+        let huge = parse_head(b"PUT /x HTTP/1.1\r\nContent-Length: 99999999").unwrap_err();
+        assert_eq!(huge.status, 413);
+        let chunked = parse_head(b"PUT /x HTTP/1.1\r\nTransfer-Encoding: chunked").unwrap_err();
+        assert_eq!(chunked.status, 411);
+        assert_eq!(parse_head(&[0xff, 0xfe]).unwrap_err().status, 400);
+    }
+}

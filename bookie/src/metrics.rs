@@ -1,0 +1,591 @@
+//! Counters and latency histograms, updated by the shards without locks or allocation, and
+//! rendered as Prometheus text (format 0.0.4) for `GET /metrics`.
+//!
+//! Why this shape: each shard owns a [`ShardMetrics`] block of atomics that only it (and its
+//! reader thread) writes — relaxed `fetch_add`s on cache lines no other core writes — and the
+//! HTTP thread sums the blocks at scrape time. A latency histogram is a fixed array of
+//! log-linear buckets in microseconds (4 per power of two, ≤ 19 % wide, up to ~19 h), so
+//! recording is an index computation and two atomic adds.
+//!
+//! Names follow the Java bookie (bookie-semantics.md §6.2) where we measure the same thing:
+//! request latencies are Prometheus *summaries* in milliseconds with the label
+//! `success="true|false"` and quantiles 0.5 … 1.0 (estimated from the buckets: the upper bound
+//! of the bucket holding the quantile), `bookkeeper_server_<OP>_REQUEST`; journal series carry
+//! `journalIndex` (one journal per shard here). Our own series start with `bookie_rs_` and are
+//! Prometheus histograms (per-stage latency, in milliseconds).
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use crate::readonly::BookieState;
+
+/// Microseconds since the process's metrics epoch: a clock all shards share.
+#[inline]
+pub fn now_us() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_micros() as u64
+}
+
+/// A request's kind and start time in one word (for replies the reader thread sends):
+/// op in the top byte, microseconds below; never 0.
+#[inline]
+pub fn pack_timing(op: Op, since_us: u64) -> u64 {
+    ((op as u64 + 1) << 56) | (since_us & ((1 << 56) - 1))
+}
+
+/// The inverse of [`pack_timing`].
+#[inline]
+pub fn unpack_timing(t: u64) -> (Op, u64) {
+    (
+        Op::from_u8(((t >> 56) as u8).wrapping_sub(1)),
+        t & ((1 << 56) - 1),
+    )
+}
+
+const BUCKETS: usize = 144;
+
+#[inline]
+fn bucket_of(us: u64) -> usize {
+    if us < 4 {
+        return us as usize;
+    }
+    let exp = 63 - us.leading_zeros() as usize;
+    let sub = ((us >> (exp - 2)) & 3) as usize;
+    (4 * (exp - 1) + sub).min(BUCKETS - 1)
+}
+
+/// The largest value (µs) bucket `i` holds.
+fn bucket_upper(i: usize) -> u64 {
+    if i < 4 {
+        return i as u64;
+    }
+    let exp = i / 4 + 1;
+    let sub = (i % 4) as u64;
+    ((4 + sub) << (exp - 2)) + (1u64 << (exp - 2)) - 1
+}
+
+/// A latency histogram in microseconds.
+pub struct Histogram {
+    counts: [AtomicU64; BUCKETS],
+    sum_us: AtomicU64,
+}
+
+impl Default for Histogram {
+    fn default() -> Histogram {
+        Histogram {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum_us: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Histogram {
+    #[inline]
+    pub fn record(&self, us: u64) {
+        self.counts[bucket_of(us)].fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    fn merge_into(&self, into: &mut Merged) {
+        for (m, c) in into.counts.iter_mut().zip(&self.counts) {
+            *m += c.load(Ordering::Relaxed);
+        }
+        into.sum_us += self.sum_us.load(Ordering::Relaxed);
+    }
+}
+
+/// Histograms summed over shards, at scrape time.
+struct Merged {
+    counts: [u64; BUCKETS],
+    sum_us: u64,
+}
+
+impl Merged {
+    fn new() -> Merged {
+        Merged {
+            counts: [0; BUCKETS],
+            sum_us: 0,
+        }
+    }
+
+    fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The quantile in milliseconds (NaN when empty, as the Java exporter prints).
+    fn quantile_ms(&self, q: f64) -> f64 {
+        let count = self.count();
+        if count == 0 {
+            return f64::NAN;
+        }
+        let rank = ((q * count as f64).ceil() as u64).clamp(1, count);
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return bucket_upper(i) as f64 / 1000.0;
+            }
+        }
+        bucket_upper(BUCKETS - 1) as f64 / 1000.0
+    }
+}
+
+/// Request kinds, each a `bookkeeper_server_<name>` summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Op {
+    AddEntry = 0,
+    ReadEntry,
+    ReadEntryFence,
+    ReadEntryLongPoll,
+    BatchReadEntry,
+    WriteLac,
+    ReadLac,
+    ForceLedger,
+    GetBookieInfo,
+    GetListOfEntries,
+    Other,
+}
+
+const OPS: usize = 11;
+const OP_NAMES: [&str; OPS - 1] = [
+    "ADD_ENTRY_REQUEST",
+    "READ_ENTRY_REQUEST",
+    "READ_ENTRY_FENCE_REQUEST",
+    "READ_ENTRY_LONG_POLL_REQUEST",
+    "BATCH_READ_ENTRY_REQUEST",
+    "WRITE_LAC_REQUEST",
+    "READ_LAC_REQUEST",
+    "FORCE_LEDGER_REQUEST",
+    "GET_BOOKIE_INFO_REQUEST",
+    "GET_LIST_OF_ENTRIES_OF_LEDGER_REQUEST",
+];
+
+impl Op {
+    pub fn from_u8(v: u8) -> Op {
+        const ALL: [Op; OPS] = [
+            Op::AddEntry,
+            Op::ReadEntry,
+            Op::ReadEntryFence,
+            Op::ReadEntryLongPoll,
+            Op::BatchReadEntry,
+            Op::WriteLac,
+            Op::ReadLac,
+            Op::ForceLedger,
+            Op::GetBookieInfo,
+            Op::GetListOfEntries,
+            Op::Other,
+        ];
+        ALL.get(v as usize).copied().unwrap_or(Op::Other)
+    }
+}
+
+/// Our own request stages, `bookie_rs_stage_latency_ms{stage=...}`.
+#[derive(Clone, Copy, Debug)]
+#[repr(u8)]
+pub enum Stage {
+    /// A request for another shard's ledger: from decoding to the owner taking it.
+    CrossShardQueue = 0,
+    /// Records waiting for a free journal buffer (backpressure) before being appended.
+    JournalBlocked,
+    /// From the journal append to the record being durable (group write + fsync).
+    Journal,
+    /// A read the write cache could not answer: from decoding to the reply from disk.
+    CacheMissRead,
+}
+
+const STAGES: usize = 4;
+const STAGE_NAMES: [&str; STAGES] = [
+    "cross_shard_queue",
+    "journal_blocked",
+    "journal",
+    "cache_miss_read",
+];
+
+/// One shard's metrics.
+#[derive(Default)]
+pub struct ShardMetrics {
+    /// Per op: [failed, succeeded].
+    requests: [[Histogram; 2]; OPS],
+    stages: [Histogram; STAGES],
+    /// `bookie_journal_JOURNAL_ADD_ENTRY`: journal append → durable, per add.
+    journal_add: Histogram,
+    started: [AtomicU64; 2],
+    finished: [AtomicU64; 2],
+    rejected: [AtomicU64; 2],
+    pub write_bytes: AtomicU64,
+    pub read_bytes: AtomicU64,
+    // Gauges and journal counters, stored (not added) by the shard in `drive`.
+    pub journal_queue: AtomicI64,
+    pub write_cache_bytes: AtomicI64,
+    pub ledgers: AtomicI64,
+    pub journal_records: AtomicU64,
+    pub journal_groups: AtomicU64,
+    pub journal_syncs: AtomicU64,
+    pub journal_bytes: AtomicU64,
+    pub journal_flush_max_wait: AtomicU64,
+    pub journal_flush_bytes: AtomicU64,
+    pub journal_flush_entries: AtomicU64,
+    pub journal_flush_queue_empty: AtomicU64,
+}
+
+impl ShardMetrics {
+    /// A request of kind `op` began (adds and reads feed the `_IN_PROGRESS` gauges).
+    #[inline]
+    pub fn started(&self, op: Op) {
+        if let Some(i) = add_or_read(op) {
+            self.started[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A request of kind `op` that started at `since_us` was answered.
+    #[inline]
+    pub fn finished(&self, op: Op, since_us: u64, success: bool, rejected: bool) {
+        let us = now_us().saturating_sub(since_us);
+        let ok = success as usize;
+        if op != Op::Other {
+            self.requests[op as usize][ok].record(us);
+        }
+        if matches!(op, Op::ReadEntryFence | Op::ReadEntryLongPoll) {
+            self.requests[Op::ReadEntry as usize][ok].record(us);
+        }
+        if let Some(i) = add_or_read(op) {
+            self.finished[i].fetch_add(1, Ordering::Relaxed);
+            if rejected {
+                self.rejected[i].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    #[inline]
+    pub fn stage(&self, stage: Stage, since_us: u64) {
+        self.stages[stage as usize].record(now_us().saturating_sub(since_us));
+    }
+
+    #[inline]
+    pub fn journal_add(&self, since_us: u64) {
+        self.journal_add.record(now_us().saturating_sub(since_us));
+    }
+}
+
+fn add_or_read(op: Op) -> Option<usize> {
+    match op {
+        Op::AddEntry => Some(0),
+        Op::ReadEntry | Op::ReadEntryFence | Op::ReadEntryLongPoll | Op::BatchReadEntry => Some(1),
+        _ => None,
+    }
+}
+
+/// All shards' metrics.
+pub struct Metrics {
+    pub shards: Vec<ShardMetrics>,
+}
+
+const QUANTILES: [f64; 7] = [0.5, 0.75, 0.95, 0.99, 0.999, 0.9999, 1.0];
+
+impl Metrics {
+    pub fn new(shards: usize) -> Metrics {
+        Metrics {
+            shards: (0..shards).map(|_| ShardMetrics::default()).collect(),
+        }
+    }
+
+    fn merged(&self, pick: impl Fn(&ShardMetrics) -> &Histogram) -> Merged {
+        let mut m = Merged::new();
+        for s in &self.shards {
+            pick(s).merge_into(&mut m);
+        }
+        m
+    }
+
+    fn sum(&self, pick: impl Fn(&ShardMetrics) -> u64) -> u64 {
+        self.shards.iter().map(pick).sum()
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self, state: &BookieState) -> String {
+        let mut out = String::with_capacity(64 << 10);
+        let o = &mut out;
+        let status = if state.is_read_only() { 0 } else { 1 };
+        gauge(o, "bookie_SERVER_STATUS", "", status as f64);
+        for (i, name) in OP_NAMES.iter().enumerate() {
+            let full = format!("bookkeeper_server_{name}");
+            let _ = writeln!(o, "# TYPE {full} summary");
+            for (ok, label) in [(0usize, "false"), (1, "true")] {
+                let m = self.merged(|s| &s.requests[i][ok]);
+                summary_lines(o, &full, &format!("success=\"{label}\""), &m);
+            }
+        }
+        for (i, kind) in ["ADD_ENTRY", "READ_ENTRY"].iter().enumerate() {
+            let started = self.sum(|s| s.started[i].load(Ordering::Relaxed));
+            let finished = self.sum(|s| s.finished[i].load(Ordering::Relaxed));
+            let in_progress = started.saturating_sub(finished);
+            gauge(
+                o,
+                &format!("bookkeeper_server_{kind}_IN_PROGRESS"),
+                "",
+                in_progress as f64,
+            );
+            let rejected = self.sum(|s| s.rejected[i].load(Ordering::Relaxed));
+            counter(
+                o,
+                &format!("bookkeeper_server_{kind}_REJECTED"),
+                "",
+                rejected,
+            );
+        }
+        counter(
+            o,
+            "bookie_WRITE_BYTES",
+            "",
+            self.sum(|s| s.write_bytes.load(Ordering::Relaxed)),
+        );
+        counter(
+            o,
+            "bookie_READ_BYTES",
+            "",
+            self.sum(|s| s.read_bytes.load(Ordering::Relaxed)),
+        );
+        let _ = writeln!(o, "# TYPE bookie_journal_JOURNAL_ADD_ENTRY summary");
+        for (j, s) in self.shards.iter().enumerate() {
+            let mut m = Merged::new();
+            s.journal_add.merge_into(&mut m);
+            let labels = format!("journalIndex=\"{j}\",success=\"true\"");
+            summary_lines(o, "bookie_journal_JOURNAL_ADD_ENTRY", &labels, &m);
+        }
+        type Pick = fn(&ShardMetrics) -> i64;
+        let journal_series: [(&str, &str, Pick); 5] = [
+            ("bookie_journal_JOURNAL_QUEUE_SIZE", "gauge", |s| {
+                s.journal_queue.load(Ordering::Relaxed)
+            }),
+            ("bookie_journal_JOURNAL_WRITE_BYTES", "counter", |s| {
+                s.journal_bytes.load(Ordering::Relaxed) as i64
+            }),
+            (
+                "bookie_journal_JOURNAL_NUM_FLUSH_MAX_WAIT",
+                "counter",
+                |s| s.journal_flush_max_wait.load(Ordering::Relaxed) as i64,
+            ),
+            (
+                "bookie_journal_JOURNAL_NUM_FLUSH_MAX_OUTSTANDING_BYTES",
+                "counter",
+                |s| s.journal_flush_bytes.load(Ordering::Relaxed) as i64,
+            ),
+            (
+                "bookie_journal_JOURNAL_NUM_FLUSH_EMPTY_QUEUE",
+                "counter",
+                |s| s.journal_flush_queue_empty.load(Ordering::Relaxed) as i64,
+            ),
+        ];
+        for (name, kind, pick) in journal_series {
+            let _ = writeln!(o, "# TYPE {name} {kind}");
+            for (j, s) in self.shards.iter().enumerate() {
+                let _ = writeln!(o, "{name}{{journalIndex=\"{j}\"}} {}", pick(s));
+            }
+        }
+        let ours: [(&str, Pick); 4] = [
+            ("bookie_rs_journal_records_total", |s| {
+                s.journal_records.load(Ordering::Relaxed) as i64
+            }),
+            ("bookie_rs_journal_groups_total", |s| {
+                s.journal_groups.load(Ordering::Relaxed) as i64
+            }),
+            ("bookie_rs_journal_syncs_total", |s| {
+                s.journal_syncs.load(Ordering::Relaxed) as i64
+            }),
+            ("bookie_rs_journal_flush_entries_threshold_total", |s| {
+                s.journal_flush_entries.load(Ordering::Relaxed) as i64
+            }),
+        ];
+        for (name, pick) in ours {
+            let _ = writeln!(o, "# TYPE {name} counter");
+            for (j, s) in self.shards.iter().enumerate() {
+                let _ = writeln!(o, "{name}{{journalIndex=\"{j}\"}} {}", pick(s));
+            }
+        }
+        let cache: i64 = self
+            .shards
+            .iter()
+            .map(|s| s.write_cache_bytes.load(Ordering::Relaxed))
+            .sum();
+        gauge(o, "bookie_write_cache_size", "", cache as f64);
+        let ledgers: i64 = self
+            .shards
+            .iter()
+            .map(|s| s.ledgers.load(Ordering::Relaxed))
+            .sum();
+        gauge(o, "bookie_ledgers_count", "", ledgers as f64);
+        // Disks: the ledger directory in Java's names, every checked directory in ours.
+        if let Some(ledger_dir) = state.dirs.first() {
+            gauge(o, "bookie_ledger_num_dirs", "", 1.0);
+            gauge(
+                o,
+                "bookie_ledger_writable_dirs",
+                "",
+                ledger_dir.writable() as u8 as f64,
+            );
+            let name = format!(
+                "bookie_ledger_dir_{}_usage",
+                sanitize(&ledger_dir.path.display().to_string())
+            );
+            gauge(o, &name, "", ledger_dir.usage() * 100.0);
+        }
+        let _ = writeln!(o, "# TYPE bookie_rs_dir_usage gauge");
+        for d in &state.dirs {
+            let _ = writeln!(
+                o,
+                "bookie_rs_dir_usage{{dir=\"{}\"}} {}",
+                escape_label(&d.path.display().to_string()),
+                d.usage()
+            );
+        }
+        gauge(o, "bookie_rs_read_only_reasons", "", state.reasons() as f64);
+        let name = "bookie_rs_stage_latency_ms";
+        let _ = writeln!(o, "# TYPE {name} histogram");
+        for (i, stage) in STAGE_NAMES.iter().enumerate() {
+            let m = self.merged(|s| &s.stages[i]);
+            let mut cumulative = 0;
+            // Bucket bounds every power of two (every 4th fine bucket), from 4 µs.
+            for (b, c) in m.counts.iter().enumerate() {
+                cumulative += c;
+                if b >= 3 && b % 4 == 3 && b < BUCKETS - 1 {
+                    let le = (bucket_upper(b) + 1) as f64 / 1000.0;
+                    let _ = writeln!(
+                        o,
+                        "{name}_bucket{{stage=\"{stage}\",le=\"{le}\"}} {cumulative}"
+                    );
+                }
+            }
+            let _ = writeln!(
+                o,
+                "{name}_bucket{{stage=\"{stage}\",le=\"+Inf\"}} {cumulative}"
+            );
+            let _ = writeln!(o, "{name}_count{{stage=\"{stage}\"}} {cumulative}");
+            let _ = writeln!(
+                o,
+                "{name}_sum{{stage=\"{stage}\"}} {}",
+                m.sum_us as f64 / 1000.0
+            );
+        }
+        out
+    }
+}
+
+fn summary_lines(o: &mut String, name: &str, labels: &str, m: &Merged) {
+    for q in QUANTILES {
+        let _ = writeln!(
+            o,
+            "{name}{{{labels},quantile=\"{q}\"}} {}",
+            fmt_f64(m.quantile_ms(q))
+        );
+    }
+    let _ = writeln!(o, "{name}_count{{{labels}}} {}", m.count());
+    let _ = writeln!(o, "{name}_sum{{{labels}}} {}", m.sum_us as f64 / 1000.0);
+}
+
+fn fmt_f64(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+fn gauge(o: &mut String, name: &str, labels: &str, v: f64) {
+    let _ = writeln!(o, "# TYPE {name} gauge");
+    let _ = writeln!(o, "{name}{labels} {}", fmt_f64(v));
+}
+
+fn counter(o: &mut String, name: &str, labels: &str, v: u64) {
+    let _ = writeln!(o, "# TYPE {name} counter");
+    let _ = writeln!(o, "{name}{labels} {v}");
+}
+
+/// A metric-name fragment from a path: Java replaces `/` with `_`; anything else outside
+/// `[a-zA-Z0-9_]` becomes `_` too.
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
+}
+
+fn escape_label(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_cover_their_values() {
+        let mut last = 0;
+        for us in [
+            0u64,
+            1,
+            3,
+            4,
+            5,
+            7,
+            8,
+            9,
+            15,
+            16,
+            100,
+            1000,
+            12345,
+            1 << 30,
+            1 << 40,
+        ] {
+            let b = bucket_of(us);
+            assert!(b >= last, "monotonic at {us}");
+            last = b;
+            if us < (1 << 36) {
+                assert!(bucket_upper(b) >= us, "{us} in bucket {b}");
+                assert!(
+                    b == 0 || bucket_upper(b - 1) < us,
+                    "{us} not in bucket {}",
+                    b - 1
+                );
+            }
+        }
+        for i in 1..BUCKETS {
+            assert!(bucket_upper(i) > bucket_upper(i - 1));
+        }
+        assert_eq!(bucket_of(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn quantiles_and_render() {
+        let m = Metrics::new(2);
+        for i in 0..100u64 {
+            m.shards[(i % 2) as usize].requests[Op::AddEntry as usize][1].record(1000 + i);
+        }
+        let merged = m.merged(|s| &s.requests[0][1]);
+        assert_eq!(merged.count(), 100);
+        let p50 = merged.quantile_ms(0.5);
+        assert!((1.0..=1.3).contains(&p50), "{p50}");
+        assert!(merged.quantile_ms(1.0) >= 1.099);
+        let state = BookieState::new(
+            &crate::config::DiskConfig::default(),
+            &[std::path::Path::new("/data/ledgers")],
+        );
+        let text = m.render(&state);
+        assert!(text.contains("bookkeeper_server_ADD_ENTRY_REQUEST_count{success=\"true\"} 100"));
+        assert!(text.contains(
+            "bookkeeper_server_ADD_ENTRY_REQUEST{success=\"false\",quantile=\"0.5\"} NaN"
+        ));
+        assert!(text.contains("bookie_SERVER_STATUS 1"));
+        assert!(text.contains("bookie_ledger_dir__data_ledgers_usage"));
+        assert!(text.contains("bookie_journal_JOURNAL_QUEUE_SIZE{journalIndex=\"1\"} 0"));
+        // Every sample line is `name{labels} value` or `name value`.
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (_, value) = line.rsplit_once(' ').expect(line);
+            assert!(value == "NaN" || value.parse::<f64>().is_ok(), "{line}");
+        }
+    }
+}

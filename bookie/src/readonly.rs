@@ -1,0 +1,457 @@
+//! The bookie's process-wide state (bookie-semantics.md §3.2, §3.3): running, shutting down,
+//! read-only and why, and the disk checker that turns the bookie read-only when a directory
+//! fills up.
+//!
+//! Why one shared state: read-only is a property of the bookie, not of a shard — clients and
+//! the ZooKeeper registration see one bookie. The shards consult it on every add with one
+//! relaxed atomic load (no lock on the hot path). The reasons are bits, so that each source
+//! sets and clears only its own:
+//!
+//! - `FORCED`: `forceReadOnlyBookie`, for good (manual writable refused);
+//! - `MANUAL`: HTTP `PUT /api/v1/bookie/state/readonly`; sticky, the disk checker never
+//!   clears it;
+//! - `DISK_FULL`: set by the disk checker when a ledger or journal directory reaches
+//!   `diskUsageThreshold`, cleared when the total usage drops below `diskUsageLwmThreshold`;
+//! - `IO_FAILURE`: a journal or ledger-storage failure in a shard; never cleared (a restart
+//!   is the way back, as Java shuts down on these).
+//!
+//! What read-only means for requests follows Java's `WriteEntryProcessor(V3)`: adds get
+//! EREADONLY unless the request is high priority (the Java client sets it on recovery adds)
+//! and high-priority writes are available — they are, unless the disks are full with less
+//! than `minUsableSizeForHighPriorityWrites` free anywhere, or storage failed. WRITE_LAC is
+//! refused whenever read-only (`WriteLacProcessorV3`). Reads, fence reads, READ_LAC and long
+//! polls go on.
+//!
+//! The hook for the registration: [`BookieState::subscribe`] is a watch channel of the
+//! read-only flag; the metadata part moves the znode between `available/` and
+//! `available/readonly/` when it changes.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{mpsc as std_mpsc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+
+use crate::config::DiskConfig;
+
+pub const FORCED: u8 = 1;
+pub const MANUAL: u8 = 2;
+pub const DISK_FULL: u8 = 4;
+pub const IO_FAILURE: u8 = 8;
+
+/// Usage and free space of one directory's file system, from `statvfs`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DiskUsage {
+    pub total_bytes: u64,
+    pub usable_bytes: u64,
+}
+
+impl DiskUsage {
+    /// Java's `DiskChecker`: 1 − usable / total.
+    pub fn usage(&self) -> f64 {
+        if self.total_bytes == 0 {
+            return 0.0;
+        }
+        1.0 - self.usable_bytes as f64 / self.total_bytes as f64
+    }
+}
+
+/// `statvfs` of `dir`.
+pub fn disk_usage(dir: &Path) -> std::io::Result<DiskUsage> {
+    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: a zeroed statvfs is a valid out-parameter; `path` is NUL-terminated.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let frsize = stat.f_frsize as u64;
+    Ok(DiskUsage {
+        total_bytes: (stat.f_blocks as u64).saturating_mul(frsize),
+        usable_bytes: (stat.f_bavail as u64).saturating_mul(frsize),
+    })
+}
+
+/// One checked directory, as the metrics and the HTTP info show it.
+pub struct DirStatus {
+    pub path: PathBuf,
+    /// Last usage, as f64 bits.
+    usage_bits: AtomicU64,
+    writable: AtomicBool,
+}
+
+impl DirStatus {
+    pub fn usage(&self) -> f64 {
+        f64::from_bits(self.usage_bits.load(Ordering::Relaxed))
+    }
+    pub fn writable(&self) -> bool {
+        self.writable.load(Ordering::Relaxed)
+    }
+}
+
+/// The process-wide state, shared (in an `Arc`) by the shards, the disk checker, the HTTP
+/// server and the registration.
+pub struct BookieState {
+    reasons: AtomicU8,
+    high_priority: AtomicBool,
+    running: AtomicBool,
+    shutting_down: AtomicBool,
+    read_only_mode_enabled: bool,
+    changes: watch::Sender<bool>,
+    /// Asks the main thread to stop the bookie (a full disk with read-only mode disabled).
+    fatal: Notify,
+    fatal_reason: Mutex<Option<String>>,
+    /// The ledger and journal directories the disk checker watches.
+    pub dirs: Vec<DirStatus>,
+}
+
+impl BookieState {
+    pub fn new(disk: &DiskConfig, dirs: &[&Path]) -> BookieState {
+        let forced = disk.force_read_only && disk.read_only_mode_enabled;
+        let (changes, _) = watch::channel(forced);
+        BookieState {
+            reasons: AtomicU8::new(if forced { FORCED } else { 0 }),
+            high_priority: AtomicBool::new(true),
+            running: AtomicBool::new(false),
+            shutting_down: AtomicBool::new(false),
+            read_only_mode_enabled: disk.read_only_mode_enabled,
+            changes,
+            fatal: Notify::new(),
+            fatal_reason: Mutex::new(None),
+            dirs: dirs
+                .iter()
+                .map(|p| DirStatus {
+                    path: p.to_path_buf(),
+                    usage_bits: AtomicU64::new(0f64.to_bits()),
+                    writable: AtomicBool::new(true),
+                })
+                .collect(),
+        }
+    }
+
+    /// Why the bookie is read-only (bits), 0 when writable.
+    pub fn reasons(&self) -> u8 {
+        self.reasons.load(Ordering::Relaxed)
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.reasons() != 0
+    }
+
+    /// `availableForHighPriorityWrites`.
+    pub fn high_priority_available(&self) -> bool {
+        self.reasons() & IO_FAILURE == 0 && self.high_priority.load(Ordering::Relaxed)
+    }
+
+    /// Whether an add may go in (the hot path: one or two relaxed loads).
+    #[inline]
+    pub fn accepts_add(&self, high_priority: bool) -> bool {
+        let reasons = self.reasons();
+        reasons == 0
+            || (high_priority
+                && reasons & IO_FAILURE == 0
+                && self.high_priority.load(Ordering::Relaxed))
+    }
+
+    /// Whether WRITE_LAC may go in.
+    #[inline]
+    pub fn accepts_write_lac(&self) -> bool {
+        self.reasons() == 0
+    }
+
+    /// The read-only flag as a watch channel (the registration's hook).
+    #[allow(dead_code)] // used by the ZooKeeper registration (metadata part) and tests
+    pub fn subscribe(&self) -> watch::Receiver<bool> {
+        self.changes.subscribe()
+    }
+
+    fn update(&self, set: u8, clear: u8, why: &str) {
+        let before = self
+            .reasons
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
+                Some((r | set) & !clear)
+            })
+            .unwrap_or_else(|r| r);
+        let after = (before | set) & !clear;
+        if (before != 0) != (after != 0) {
+            if after != 0 {
+                log::warn!("bookie is read-only now: {why}");
+            } else {
+                log::info!("bookie is writable again: {why}");
+            }
+        }
+        let ro = after != 0;
+        self.changes.send_if_modified(|v| {
+            let changed = *v != ro;
+            *v = ro;
+            changed
+        });
+    }
+
+    /// A journal or ledger-storage failure: read-only until restart.
+    pub fn set_io_failure(&self, why: &str) {
+        if self.reasons() & IO_FAILURE == 0 {
+            self.update(IO_FAILURE, 0, why);
+        }
+    }
+
+    /// HTTP `PUT /api/v1/bookie/state/readonly`. Refused (with the reason) when read-only is
+    /// forced by configuration, or when read-only mode is disabled and read-only is asked.
+    pub fn set_manual(&self, read_only: bool) -> Result<(), String> {
+        if read_only {
+            if !self.read_only_mode_enabled {
+                return Err("read-only mode is disabled (readOnlyModeEnabled=false)".into());
+            }
+            self.update(MANUAL, 0, "set read-only by an operator");
+        } else {
+            if self.reasons() & FORCED != 0 {
+                return Err("read-only is forced by configuration (forceReadOnlyBookie)".into());
+            }
+            self.update(0, MANUAL, "set writable by an operator");
+        }
+        Ok(())
+    }
+
+    pub fn set_running(&self, running: bool) {
+        self.running.store(running, Ordering::Relaxed);
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    pub fn set_shutting_down(&self) {
+        self.shutting_down.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
+    }
+
+    /// Asks the main thread to stop the bookie.
+    fn request_stop(&self, why: String) {
+        log::error!("stopping the bookie: {why}");
+        if let Ok(mut r) = self.fatal_reason.lock() {
+            r.get_or_insert(why);
+        }
+        self.fatal.notify_one();
+    }
+
+    /// Resolves when something asked the bookie to stop; returns why.
+    pub async fn stop_requested(&self) -> String {
+        self.fatal.notified().await;
+        self.fatal_reason
+            .lock()
+            .ok()
+            .and_then(|r| r.clone())
+            .unwrap_or_default()
+    }
+
+    /// One pass of the disk checker (Java's `LedgerDirsMonitor`), with `usage_of` measuring a
+    /// directory (statvfs in the bookie, a table in tests).
+    pub fn check_disks(
+        &self,
+        disk: &DiskConfig,
+        warned: &mut bool,
+        usage_of: &mut dyn FnMut(&Path) -> std::io::Result<DiskUsage>,
+    ) {
+        let mut any_full = false;
+        let mut any_warn = false;
+        let mut high_priority = false;
+        let (mut usable, mut total) = (0u64, 0u64);
+        for dir in &self.dirs {
+            let u = match usage_of(&dir.path) {
+                Ok(u) => u,
+                Err(e) => {
+                    self.set_io_failure(&format!("cannot check {}: {e}", dir.path.display()));
+                    return;
+                }
+            };
+            let usage = u.usage();
+            dir.usage_bits.store(usage.to_bits(), Ordering::Relaxed);
+            let full = usage >= disk.usage_threshold;
+            dir.writable.store(!full, Ordering::Relaxed);
+            any_full |= full;
+            any_warn |= usage >= disk.warn_threshold;
+            high_priority |= u.usable_bytes >= disk.min_usable_for_high_priority;
+            usable += u.usable_bytes;
+            total += u.total_bytes;
+        }
+        let total_usage = DiskUsage {
+            total_bytes: total,
+            usable_bytes: usable,
+        }
+        .usage();
+        if any_warn && !*warned {
+            log::warn!(
+                "disk usage above diskUsageWarnThreshold ({}): {}",
+                disk.warn_threshold,
+                self.describe_dirs()
+            );
+        }
+        *warned = any_warn;
+        let full_now = self.reasons() & DISK_FULL != 0;
+        if any_full {
+            self.high_priority.store(high_priority, Ordering::Relaxed);
+            if !full_now {
+                let why = format!(
+                    "a directory reached diskUsageThreshold ({}): {}",
+                    disk.usage_threshold,
+                    self.describe_dirs()
+                );
+                if self.read_only_mode_enabled {
+                    self.update(DISK_FULL, 0, &why);
+                } else {
+                    self.request_stop(format!("{why}, and readOnlyModeEnabled=false"));
+                }
+            }
+        } else {
+            self.high_priority.store(true, Ordering::Relaxed);
+            if full_now && total_usage < disk.lwm_threshold {
+                let why = format!(
+                    "disk usage {total_usage:.4} is below diskUsageLwmThreshold ({})",
+                    disk.lwm_threshold
+                );
+                self.update(0, DISK_FULL, &why);
+            }
+        }
+    }
+
+    fn describe_dirs(&self) -> String {
+        self.dirs
+            .iter()
+            .map(|d| format!("{} {:.4}", d.path.display(), d.usage()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Runs the disk checker every `diskCheckInterval` until `stop` fires (or is dropped).
+pub fn spawn_disk_checker(
+    state: std::sync::Arc<BookieState>,
+    disk: DiskConfig,
+    stop: std_mpsc::Receiver<()>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("disk-checker".into())
+        .spawn(move || {
+            let mut warned = false;
+            loop {
+                state.check_disks(&disk, &mut warned, &mut |p| disk_usage(p));
+                match stop.recv_timeout(disk.check_interval.max(Duration::from_millis(10))) {
+                    Err(std_mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk() -> DiskConfig {
+        DiskConfig {
+            usage_threshold: 0.95,
+            warn_threshold: 0.90,
+            lwm_threshold: 0.85,
+            min_usable_for_high_priority: 100,
+            ..DiskConfig::default()
+        }
+    }
+
+    fn state() -> BookieState {
+        BookieState::new(&disk(), &[Path::new("/a"), Path::new("/b")])
+    }
+
+    fn check(s: &BookieState, a: f64, b: f64) {
+        let mut warned = false;
+        s.check_disks(&disk(), &mut warned, &mut |p| {
+            let used = if p == Path::new("/a") { a } else { b };
+            Ok(DiskUsage {
+                total_bytes: 10_000,
+                usable_bytes: ((1.0 - used) * 10_000.0) as u64,
+            })
+        });
+    }
+
+    #[test]
+    fn disk_threshold_with_hysteresis() {
+        let s = state();
+        let rx = s.subscribe();
+        check(&s, 0.5, 0.5);
+        assert!(!s.is_read_only());
+        check(&s, 0.96, 0.5);
+        assert!(s.is_read_only() && *rx.borrow());
+        assert!(!s.accepts_add(false));
+        assert!(s.accepts_add(true), "400 bytes free on /a, 5000 on /b");
+        assert!(!s.accepts_write_lac());
+        // Below the threshold but total above the low-water mark: still read-only.
+        check(&s, 0.94, 0.80);
+        assert!(s.is_read_only());
+        check(&s, 0.90, 0.70);
+        assert!(!s.is_read_only() && !*rx.borrow());
+        assert!(s.accepts_add(false));
+    }
+
+    #[test]
+    fn high_priority_needs_free_space() {
+        let s = state();
+        check(&s, 0.999, 0.999);
+        assert!(s.is_read_only());
+        assert!(!s.accepts_add(true), "10 bytes free < 100");
+    }
+
+    #[test]
+    fn manual_is_sticky_and_io_failure_permanent() {
+        let s = state();
+        s.set_manual(true).unwrap();
+        check(&s, 0.1, 0.1);
+        assert!(
+            s.is_read_only(),
+            "the disk checker does not clear a manual read-only"
+        );
+        assert!(s.accepts_add(true));
+        s.set_manual(false).unwrap();
+        assert!(!s.is_read_only());
+        s.set_io_failure("journal died");
+        assert!(s.set_manual(false).is_ok());
+        assert!(s.is_read_only() && !s.accepts_add(true));
+        check(&s, 0.1, 0.1);
+        assert!(s.is_read_only());
+    }
+
+    #[test]
+    fn forced_and_disabled() {
+        let forced = BookieState::new(
+            &DiskConfig {
+                force_read_only: true,
+                ..disk()
+            },
+            &[],
+        );
+        assert!(forced.is_read_only() && *forced.subscribe().borrow());
+        assert!(forced.set_manual(false).is_err());
+        let disabled = BookieState::new(
+            &DiskConfig {
+                read_only_mode_enabled: false,
+                ..disk()
+            },
+            &[Path::new("/a")],
+        );
+        assert!(disabled.set_manual(true).is_err());
+        let mut warned = false;
+        disabled.check_disks(&disk(), &mut warned, &mut |_| {
+            Ok(DiskUsage {
+                total_bytes: 100,
+                usable_bytes: 1,
+            })
+        });
+        assert!(
+            !disabled.is_read_only(),
+            "a full disk stops the bookie instead"
+        );
+        assert!(disabled.fatal_reason.lock().unwrap().is_some());
+    }
+}

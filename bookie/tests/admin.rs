@@ -1,0 +1,304 @@
+//! End to end, operator side: a real `bookie` process with its HTTP admin server on a free
+//! port. Scrapes /metrics after adds, calls every admin endpoint, switches read-only over HTTP
+//! (adds get EREADONLY, reads go on, recovery adds go on) and back, and turns read-only by
+//! itself when a tiny diskUsageThreshold (from a bk_server.conf) is exceeded.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use net::client::blocking::BlockingClient;
+use net::client::ClientConfig;
+use net::{Request, Response, StatusCode};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+struct Bookie {
+    child: Child,
+    port: u16,
+    http: u16,
+}
+
+impl Bookie {
+    fn start(dir: &Path, extra: &[&str]) -> Bookie {
+        let (port, http) = (free_port(), free_port());
+        let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
+            .args([
+                "serve",
+                "--port",
+                &port.to_string(),
+                "--shards",
+                "2",
+                "--no-pin",
+            ])
+            .args(["--http-port", &http.to_string(), "--write-cache-mb", "64"])
+            .arg("--data-dir")
+            .arg(dir)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the bookie binary");
+        let b = Bookie { child, port, http };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect(("127.0.0.1", b.port)).is_err()
+            || TcpStream::connect(("127.0.0.1", b.http)).is_err()
+        {
+            assert!(Instant::now() < deadline, "bookie did not start listening");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        b
+    }
+
+    fn client(&self) -> BlockingClient {
+        let c = BlockingClient::connect(("127.0.0.1", self.port), ClientConfig::default())
+            .expect("connect");
+        c.stream()
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        c
+    }
+
+    /// One HTTP request; (status, body).
+    fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(("127.0.0.1", self.http)).expect("http connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("http response");
+        let status = out
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let body = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        (status, body.to_string())
+    }
+
+    fn stop(mut self) {
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let status = self.child.wait().expect("wait");
+        assert!(status.success(), "bookie exited with {status}");
+    }
+}
+
+impl Drop for Bookie {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn entry(ledger: i64, entry: i64, payload: &[u8]) -> Bytes {
+    let mut v = Vec::new();
+    v.extend_from_slice(&ledger.to_be_bytes());
+    v.extend_from_slice(&entry.to_be_bytes());
+    v.extend_from_slice(&(entry - 1).to_be_bytes());
+    v.extend_from_slice(&(payload.len() as i64).to_be_bytes());
+    v.extend_from_slice(payload);
+    Bytes::from(v)
+}
+
+fn add(ledger: i64, e: i64, recovery: bool) -> Request {
+    Request::AddEntry {
+        ledger_id: ledger,
+        entry_id: e,
+        master_key: Bytes::from(vec![7u8; 20]),
+        body: entry(ledger, e, b"admin test"),
+        recovery,
+        write_flags: None,
+    }
+}
+
+fn read(ledger: i64, e: i64) -> Request {
+    Request::ReadEntry {
+        ledger_id: ledger,
+        entry_id: e,
+        master_key: None,
+        flag: None,
+        previous_lac: None,
+        time_out: None,
+    }
+}
+
+fn status_of(c: &mut BlockingClient, r: Request) -> StatusCode {
+    c.call_v3(r, None).expect("call").response.status()
+}
+
+/// `name{labels} value` → value, for the first line starting with `prefix`.
+fn sample(metrics: &str, prefix: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit_once(' '))
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("bookie-admin-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("temp dir")
+}
+
+#[test]
+fn endpoints_metrics_and_manual_read_only() {
+    let dir = tempdir();
+    let b = Bookie::start(dir.path(), &[]);
+    let mut c = b.client();
+
+    let (code, body) = b.http("GET", "/heartbeat", "");
+    assert_eq!((code, body.as_str()), (200, "OK\n"));
+    let (code, before) = b.http("GET", "/metrics", "");
+    assert_eq!(code, 200);
+    let adds_before = sample(
+        &before,
+        "bookkeeper_server_ADD_ENTRY_REQUEST_count{success=\"true\"}",
+    )
+    .unwrap();
+    for e in 0..20 {
+        assert_eq!(status_of(&mut c, add(5, e, false)), StatusCode::EOK);
+        // A second ledger, likely on the other shard (cross-shard path).
+        assert_eq!(status_of(&mut c, add(6, e, false)), StatusCode::EOK);
+    }
+    assert_eq!(status_of(&mut c, read(5, 3)), StatusCode::EOK);
+    let (_, after) = b.http("GET", "/metrics", "");
+    let adds_after = sample(
+        &after,
+        "bookkeeper_server_ADD_ENTRY_REQUEST_count{success=\"true\"}",
+    )
+    .unwrap();
+    assert_eq!(adds_after - adds_before, 40.0, "{after}");
+    assert!(
+        sample(
+            &after,
+            "bookkeeper_server_READ_ENTRY_REQUEST_count{success=\"true\"}"
+        )
+        .unwrap()
+            >= 1.0
+    );
+    assert!(sample(&after, "bookie_WRITE_BYTES").unwrap() > 0.0);
+    assert!(after
+        .contains("bookie_journal_JOURNAL_ADD_ENTRY_count{journalIndex=\"0\",success=\"true\"}"));
+    assert!(after.contains("bookie_rs_stage_latency_ms_count{stage=\"journal\"}"));
+    assert_eq!(sample(&after, "bookie_SERVER_STATUS"), Some(1.0));
+    assert_eq!(b.http("PUT", "/metrics", "").0, 403);
+
+    let (code, info) = b.http("GET", "/api/v1/bookie/info", "");
+    assert_eq!(code, 200);
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert!(info["totalSpace"].as_u64().unwrap() >= info["freeSpace"].as_u64().unwrap());
+    let (code, state) = b.http("GET", "/api/v1/bookie/state", "");
+    assert_eq!(code, 200);
+    let state: serde_json::Value = serde_json::from_str(&state).unwrap();
+    assert_eq!(state["running"], true);
+    assert_eq!(state["readOnly"], false);
+    assert_eq!(state["shuttingDown"], false);
+    assert_eq!(state["availableForHighPriorityWrites"], true);
+    assert_eq!(b.http("GET", "/api/v1/bookie/is_ready", "").0, 200);
+    let (code, ledgers) = b.http("GET", "/api/v1/bookie/list_ledgers", "");
+    assert_eq!(code, 200);
+    let ledgers: serde_json::Value = serde_json::from_str(&ledgers).unwrap();
+    assert_eq!(ledgers["ledgers"], serde_json::json!([5, 6]));
+    assert_eq!(b.http("PUT", "/api/v1/bookie/gc", "").0, 501);
+    assert_eq!(b.http("GET", "/api/v1/bookie/gc_details", "").0, 501);
+    assert_eq!(b.http("GET", "/api/v1/bookie/gc/details", "").0, 501);
+    assert_eq!(b.http("GET", "/no/such/route", "").0, 404);
+    assert_eq!(
+        b.http("PUT", "/api/v1/bookie/state/readonly", "nonsense").0,
+        400
+    );
+    assert_eq!(b.http("BREW", "coffee", "").0, 400);
+
+    // Read-only over HTTP: adds refused, reads and recovery adds go on.
+    let (code, body) = b.http(
+        "PUT",
+        "/api/v1/bookie/state/readonly",
+        "{\"readOnly\":true}",
+    );
+    assert_eq!(
+        (code, body.contains("\"readOnly\": true")),
+        (200, true),
+        "{body}"
+    );
+    let (_, body) = b.http("GET", "/api/v1/bookie/state/readonly", "");
+    assert!(body.contains("\"readOnly\": true"), "{body}");
+    assert_eq!(status_of(&mut c, add(5, 20, false)), StatusCode::EREADONLY);
+    assert_eq!(status_of(&mut c, add(6, 20, false)), StatusCode::EREADONLY);
+    assert_eq!(status_of(&mut c, read(5, 19)), StatusCode::EOK);
+    assert_eq!(status_of(&mut c, read(6, 0)), StatusCode::EOK);
+    // A recovery add at high priority (as the Java client sends it) is still taken.
+    let r = c
+        .call_v2(add(5, 20, true), true)
+        .expect("call")
+        .response
+        .status();
+    assert_eq!(r, StatusCode::EOK);
+    let (_, m) = b.http("GET", "/metrics", "");
+    assert_eq!(sample(&m, "bookie_SERVER_STATUS"), Some(0.0));
+
+    let (code, _) = b.http(
+        "PUT",
+        "/api/v1/bookie/state/readonly",
+        "{\"readOnly\":false}",
+    );
+    assert_eq!(code, 200);
+    assert_eq!(status_of(&mut c, add(5, 21, false)), StatusCode::EOK);
+    b.stop();
+}
+
+#[test]
+fn read_only_when_the_disk_threshold_is_exceeded() {
+    let dir = tempdir();
+    let conf = dir.path().join("bk_server.conf");
+    std::fs::write(
+        &conf,
+        "diskUsageThreshold=0.0001\ndiskUsageWarnThreshold=0.0001\ndiskCheckInterval=100\n\
+         minUsableSizeForHighPriorityWrites=0\nsomeJavaOnlyKey=1\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let b = Bookie::start(
+        &data,
+        &["--conf", conf.to_str().unwrap(), "--bind", "127.0.0.1"],
+    );
+    let mut c = b.client();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, body) = b.http("GET", "/api/v1/bookie/state", "");
+        if body.contains("\"readOnly\": true") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never turned read-only: {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(status_of(&mut c, add(9, 0, false)), StatusCode::EREADONLY);
+    assert_eq!(status_of(&mut c, read(9, 0)), StatusCode::ENOLEDGER);
+    // Manual writable does not override a full disk: the checker keeps it read-only.
+    let (code, body) = b.http(
+        "PUT",
+        "/api/v1/bookie/state/readonly",
+        "{\"readOnly\":false}",
+    );
+    assert_eq!(code, 200);
+    assert!(body.contains("\"readOnly\": true"), "{body}");
+    match c.call_v3(add(9, 0, false), None).unwrap().response {
+        Response::AddEntry { status, .. } => assert_eq!(status, StatusCode::EREADONLY),
+        other => panic!("unexpected {other:?}"),
+    }
+    b.stop();
+}
