@@ -18,13 +18,14 @@
 //! - [`Registration::shutdown`] deletes the node before closing the session (Java only closes
 //!   the session; deleting first is what the spec allows as "better").
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use log::{info, warn};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::{timeout_at, Instant};
-use zookeeper_client::{Client, Error as ZkError, SessionState};
+use zookeeper_client::{Client, Error as ZkError, SessionInfo, SessionState};
 
 use crate::cluster;
 use crate::config::MetadataConfig;
@@ -57,6 +58,7 @@ pub struct Registration {
     state: watch::Receiver<RegState>,
     task: Option<JoinHandle<()>>,
     bookie_id: String,
+    session: Arc<Mutex<SessionInfo>>,
 }
 
 impl Registration {
@@ -78,11 +80,13 @@ impl Registration {
         let (state_tx, state_rx) = watch::channel(initial);
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let bookie_id = cfg.bookie_id.clone();
+        let session = Arc::new(Mutex::new(zk.session().clone()));
         let keeper = Keeper {
             cfg,
             zk,
             read_only,
             state: state_tx,
+            session: session.clone(),
         };
         let task = tokio::spawn(keeper.run(cmd_rx));
         Ok(Registration {
@@ -90,12 +94,22 @@ impl Registration {
             state: state_rx,
             task: Some(task),
             bookie_id,
+            session,
         })
     }
 
     /// The registered bookie id.
     pub fn bookie_id(&self) -> &str {
         &self.bookie_id
+    }
+
+    /// The ZooKeeper session currently holding the registration (id and password); tests use
+    /// it to expire the session on purpose.
+    pub fn session(&self) -> SessionInfo {
+        match self.session.lock() {
+            Ok(s) => s.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
     }
 
     /// Current state.
@@ -224,6 +238,7 @@ struct Keeper {
     zk: Client,
     read_only: bool,
     state: watch::Sender<RegState>,
+    session: Arc<Mutex<SessionInfo>>,
 }
 
 impl Keeper {
@@ -300,6 +315,10 @@ impl Keeper {
             };
             match timeout_at(deadline, attempt).await {
                 Ok(Ok(zk)) => {
+                    match self.session.lock() {
+                        Ok(mut s) => *s = zk.session().clone(),
+                        Err(p) => *p.into_inner() = zk.session().clone(),
+                    }
                     self.zk = zk;
                     return Ok(());
                 }
