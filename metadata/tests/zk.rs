@@ -1,7 +1,7 @@
 //! Tests against a real ZooKeeper 3.8 (Debian package), started per test with `scripts/zk` on a
 //! free loopback port and stopped on drop. Without ZooKeeper installed each test prints
 //! `SKIPPED(zookeeper not installed)` and passes, unless `BOOKIE_REQUIRE_ZK=1`, which makes it
-//! fail.
+//! fail. `ZK_JAR_DIR` (default `/usr/share/java`) is where `scripts/zk` looks for the jars.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -26,7 +26,8 @@ struct Zk {
 impl Zk {
     /// Starts a server, or returns None (after printing SKIPPED) when ZooKeeper is missing.
     fn start(test: &str) -> Option<Zk> {
-        let installed = Path::new("/usr/share/java/zookeeper.jar").exists()
+        let jars = std::env::var("ZK_JAR_DIR").unwrap_or_else(|_| "/usr/share/java".into());
+        let installed = Path::new(&jars).join("zookeeper.jar").exists()
             && Command::new("java")
                 .arg("-version")
                 .output()
