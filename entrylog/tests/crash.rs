@@ -102,7 +102,7 @@ impl<S: Storage> Storage for FailAfter<S> {
         if let Err(e) = self.take() {
             let buf = match op {
                 Op::Write { buf, .. } | Op::Read { buf, .. } => Some(buf),
-                Op::SyncData { .. } => None,
+                Op::SyncData { .. } | Op::SyncDir => None,
             };
             return Err((e, buf));
         }

@@ -89,6 +89,14 @@ struct Group {
 /// Preparation of the next segment file, one operation at a time, in the background.
 enum Prep {
     Idle,
+    /// A recycled file whose trim (rename to `*.free`) may not be durable yet: sync the
+    /// directory before its header is rewritten, or a crash could leave the old `*.jrnl`
+    /// name on a file that already carries another segment's header.
+    FreeSyncing {
+        seg: Segment,
+        free_name: String,
+        zero_from: u64,
+    },
     Header {
         seg: Segment,
         free_name: String,
@@ -102,6 +110,11 @@ enum Prep {
     Syncing {
         seg: Segment,
         free_name: String,
+    },
+    /// Renamed into the log; the directory sync (an operation, so the owner's loop never
+    /// blocks on a file-system journal commit) makes the name durable.
+    DirSyncing {
+        seg: Segment,
     },
 }
 
@@ -122,6 +135,8 @@ pub struct Journal<S: Storage> {
     live: VecDeque<LiveSegment>,
     /// Files to recycle as new segments.
     free: Vec<String>,
+    /// A trim renamed or removed files since the last directory sync.
+    trim_unsynced: bool,
     open: Option<Group>,
     /// Closed groups not yet durable, in log order.
     queue: VecDeque<Group>,
@@ -216,6 +231,7 @@ impl<S: Storage> Journal<S> {
             prep: Prep::Idle,
             live: rec.live.into(),
             free,
+            trim_unsynced: false,
             open: None,
             queue: VecDeque::with_capacity(buffers + 2),
             next_group_seq: 0,
@@ -398,6 +414,7 @@ impl<S: Storage> Journal<S> {
             } else {
                 self.storage.remove(&name).map(|_| String::new())
             };
+            self.trim_unsynced = true;
             match result {
                 Ok(free) if !free.is_empty() => self.free.push(free),
                 Ok(_) => {}
@@ -412,13 +429,10 @@ impl<S: Storage> Journal<S> {
             self.live.pop_front();
             trimmed += 1;
         }
-        if trimmed > 0 {
-            if let Err(error) = self.storage.sync_dir() {
-                // A failed directory sync puts the device in doubt: stop, as for any sync.
-                self.stop(error);
-                return Err(JournalError::Stopped(error));
-            }
-        }
+        // No directory sync here: a trimmed segment that reappears after a crash holds only
+        // records below the mark (replay skips them) and still ends with its seal, so the log
+        // stays continuous; the next segment preparation's directory sync makes the renames
+        // durable anyway. Trimming thus never blocks the owner's loop.
         Ok(trimmed)
     }
 
@@ -720,26 +734,49 @@ impl<S: Storage> Journal<S> {
             generation: self.next_generation,
         };
         self.next_generation += 1;
-        let (free_name, file, zero_from) = match self.free.pop() {
+        let (free_name, file, zero_from, recycled) = match self.free.pop() {
             Some(free) => {
                 let file = self.storage.open(&free, false)?;
                 let len = self.storage.file_len(file)?;
                 self.stats.segments_recycled += 1;
-                (free, file, storage::align_down(len as usize) as u64)
+                (free, file, storage::align_down(len as usize) as u64, true)
             }
             None => {
                 let free = free_file_name(id);
-                (free.clone(), self.storage.open(&free, true)?, 0)
+                (free.clone(), self.storage.open(&free, true)?, 0, false)
             }
         };
-        let mut block = AlignedBuf::zeroed(ALIGN);
-        header.encode(&mut block);
         let seg = Segment {
             header,
             seed: header.crc_seed(),
             file,
             write_pos: SEGMENT_HEADER_BYTES,
         };
+        if recycled && self.trim_unsynced {
+            self.trim_unsynced = false;
+            self.storage
+                .submit(TOKEN_PREP, Op::SyncDir)
+                .map_err(|(e, _)| e)?;
+            self.prep = Prep::FreeSyncing {
+                seg,
+                free_name,
+                zero_from,
+            };
+            return Ok(());
+        }
+        self.write_prep_header(seg, free_name, zero_from)
+    }
+
+    /// Writes a prepared segment's header block (the first step for a file known free).
+    fn write_prep_header(
+        &mut self,
+        seg: Segment,
+        free_name: String,
+        zero_from: u64,
+    ) -> Result<(), IoError> {
+        let file = seg.file;
+        let mut block = AlignedBuf::zeroed(ALIGN);
+        seg.header.encode(&mut block);
         self.storage
             .submit(
                 TOKEN_PREP,
@@ -771,6 +808,16 @@ impl<S: Storage> Journal<S> {
         }
         let size = self.config.segment_size_bytes;
         let next = match prep {
+            Prep::FreeSyncing {
+                seg,
+                free_name,
+                zero_from,
+            } => {
+                if let Err(e) = self.write_prep_header(seg, free_name, zero_from) {
+                    self.stop(e);
+                }
+                None
+            }
             Prep::Header {
                 seg,
                 free_name,
@@ -786,13 +833,16 @@ impl<S: Storage> Journal<S> {
             }
             Prep::Syncing { seg, free_name } => {
                 let name = segment_file_name(seg.header.id);
-                let result = self
-                    .storage
-                    .rename(&free_name, &name)
-                    .and_then(|_| self.storage.sync_dir());
-                if let Err(e) = result {
+                if let Err(e) = self.storage.rename(&free_name, &name) {
                     return self.stop(e);
                 }
+                if let Err((e, _)) = self.storage.submit(TOKEN_PREP, Op::SyncDir) {
+                    return self.stop(e);
+                }
+                self.prep = Prep::DirSyncing { seg };
+                None
+            }
+            Prep::DirSyncing { seg } => {
                 self.stats.segments_prepared += 1;
                 self.ready = Some(seg);
                 None

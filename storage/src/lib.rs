@@ -118,6 +118,10 @@ pub enum Op {
     SyncData {
         file: FileId,
     },
+    /// [`Storage::sync_dir`] as an operation: makes every create, rename and remove issued
+    /// before it durable, without blocking the submitter (a directory fsync can take
+    /// milliseconds while the file system commits its journal).
+    SyncDir,
 }
 
 /// The outcome of one [`Op`], identified by the `token` the caller gave to `submit`.

@@ -77,6 +77,11 @@ impl Dir {
         &self.path
     }
 
+    /// The directory's own descriptor (for an fsync of the directory).
+    pub(crate) fn dir_fd(&self) -> RawFd {
+        self.fd
+    }
+
     /// The descriptor behind a `FileId`, or EBADF.
     #[inline]
     pub(crate) fn fd(&self, file: FileId) -> Result<RawFd, IoError> {
@@ -284,6 +289,11 @@ impl PsyncStorage {
                     buf: None,
                 })
             }
+            Op::SyncDir => Ok(Completion {
+                token: 0,
+                result: self.dir.sync_dir().map(|_| 0),
+                buf: None,
+            }),
         }
     }
 }

@@ -242,6 +242,10 @@ impl UringStorage {
                     .build();
                 Ok((sqe, None, false))
             }
+            Op::SyncDir => {
+                let sqe = opcode::Fsync::new(types::Fd(self.dir.dir_fd())).build();
+                Ok((sqe, None, false))
+            }
         }
     }
 

@@ -112,6 +112,11 @@ pub(crate) enum OpKind {
         upto: u64,
         len: u64,
     },
+    /// A directory sync, applied when submitted (earlier durability is never wrong); the
+    /// completion carries its result at the op's ready time.
+    SyncDir {
+        result: Result<usize, IoError>,
+    },
 }
 
 #[derive(Debug)]
@@ -391,6 +396,7 @@ impl Inner {
                     OpKind::Write { ino: i, .. }
                     | OpKind::Read { ino: i, .. }
                     | OpKind::Sync { ino: i, .. } => i == ino,
+                    OpKind::SyncDir { .. } => false,
                 }
         })
     }
@@ -484,6 +490,11 @@ impl Inner {
                     buf: Some(buf),
                 }
             }
+            OpKind::SyncDir { result } => Completion {
+                token,
+                result,
+                buf: None,
+            },
             OpKind::Sync { ino, upto, len } => {
                 stats.syncs += 1;
                 let eio = rng.chance(faults.sync_eio);

@@ -120,7 +120,7 @@ impl Storage for SimStorage {
         fn into_buf(op: Op) -> Option<AlignedBuf> {
             match op {
                 Op::Write { buf, .. } | Op::Read { buf, .. } => Some(buf),
-                Op::SyncData { .. } => None,
+                Op::SyncData { .. } | Op::SyncDir => None,
             }
         }
         let mut inner = match self.live() {
@@ -132,6 +132,10 @@ impl Storage for SimStorage {
                 .ino(*file)
                 .and_then(|ino| check_aligned(*offset, buf.len()).map(|()| ino)),
             Op::SyncData { file } => self.ino(*file),
+            Op::SyncDir => {
+                let result = inner.sync_dir(&self.dir).map(|_| 0);
+                return inner.submit(self.handle, token, OpKind::SyncDir { result });
+            }
         };
         let ino = match checked {
             Ok(ino) => ino,
@@ -148,6 +152,7 @@ impl Storage for SimStorage {
                 upto: 0,
                 len: 0,
             },
+            Op::SyncDir => unreachable!("handled above"),
         };
         inner.submit(self.handle, token, kind)
     }
