@@ -18,6 +18,7 @@
 //! - Absent data is ENOLEDGER (unknown ledger) or ENOENTRY (known ledger), never EIO.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use net::{availability, ReadFlag, Response, StatusCode};
@@ -112,6 +113,36 @@ impl From<Response> for Answer {
     }
 }
 
+/// The entries of a frozen write cache, by ledger: shared by the shard (which keeps serving
+/// reads from them) and the flush thread.
+pub type FrozenEntries = Arc<HashMap<i64, BTreeMap<i64, Bytes>>>;
+
+/// What a freeze hands to the flush thread.
+pub struct FrozenBatch {
+    pub entries: FrozenEntries,
+    pub ledgers: Vec<entrylog::LedgerMeta>,
+    pub journal_mark: u64,
+}
+
+impl FrozenBatch {
+    /// The flush's input (built on the flush thread).
+    pub fn to_flush_batch(&self) -> entrylog::FlushBatch {
+        let count = self.entries.values().map(|m| m.len()).sum();
+        let mut entries = Vec::with_capacity(count);
+        for (&ledger, map) in self.entries.iter() {
+            entries.extend(
+                map.iter()
+                    .map(|(e, b)| (ledger as u64, *e as u64, b.clone())),
+            );
+        }
+        entrylog::FlushBatch {
+            entries,
+            ledgers: self.ledgers.clone(),
+            journal_mark: self.journal_mark,
+        }
+    }
+}
+
 /// What the shard must do for a request.
 #[derive(Debug)]
 pub enum Decision {
@@ -141,7 +172,7 @@ pub enum Decision {
 pub struct LedgerTable {
     ledgers: HashMap<i64, Ledger>,
     /// Entries being flushed to ledger storage (readable until the flush completes).
-    frozen: HashMap<i64, BTreeMap<i64, Bytes>>,
+    frozen: Option<FrozenEntries>,
     cached_bytes: usize,
     frozen_bytes: usize,
     cache_limit_bytes: usize,
@@ -156,7 +187,7 @@ impl LedgerTable {
     pub fn new(cache_limit_bytes: usize) -> LedgerTable {
         LedgerTable {
             ledgers: HashMap::new(),
-            frozen: HashMap::new(),
+            frozen: None,
             cached_bytes: 0,
             frozen_bytes: 0,
             cache_limit_bytes,
@@ -177,24 +208,21 @@ impl LedgerTable {
 
     /// Moves the write cache into the frozen set and returns what to flush, unless a flush is
     /// still in progress. `journal_mark`: every journal record below it is in the batch.
-    pub fn freeze(&mut self, journal_mark: u64) -> Option<entrylog::FlushBatch> {
-        if !self.frozen.is_empty() {
+    /// O(ledgers): the entries move as whole maps, shared with the flush thread, which builds
+    /// the flush's list itself, so a freeze never stalls the shard for the size of the cache.
+    pub fn freeze(&mut self, journal_mark: u64) -> Option<FrozenBatch> {
+        if self.frozen.is_some() {
             return None;
         }
-        let mut entries = Vec::new();
+        let mut frozen = HashMap::new();
         let mut ledgers = Vec::with_capacity(self.ledgers.len());
         for (&id, l) in self.ledgers.iter_mut() {
             let cached = std::mem::take(&mut l.entries);
             if let Some(last) = cached.keys().next_back() {
                 l.persisted_last = l.persisted_last.max(Some(*last));
             }
-            entries.extend(
-                cached
-                    .iter()
-                    .map(|(e, b)| (id as u64, *e as u64, b.clone())),
-            );
             if !cached.is_empty() {
-                self.frozen.insert(id, cached);
+                frozen.insert(id, cached);
             }
             ledgers.push(entrylog::LedgerMeta {
                 ledger: id as u64,
@@ -206,19 +234,22 @@ impl LedgerTable {
                 lac: (l.lac >= 0).then_some(l.lac as u64),
             });
         }
+        let entries = Arc::new(frozen);
+        self.frozen = Some(entries.clone());
         self.frozen_bytes = self.cached_bytes;
         self.cached_bytes = 0;
-        Some(entrylog::FlushBatch {
+        Some(FrozenBatch {
             entries,
             ledgers,
             journal_mark,
         })
     }
 
-    /// The flush of the frozen set completed: ledger storage serves those entries now.
-    pub fn flush_done(&mut self) {
-        self.frozen.clear();
+    /// The flush of the frozen set completed: ledger storage serves those entries now. Returns
+    /// the frozen entries so the caller can have them freed off the shard's thread.
+    pub fn flush_done(&mut self) -> Option<FrozenEntries> {
         self.frozen_bytes = 0;
+        self.frozen.take()
     }
 
     /// Bytes waiting in the frozen set.
@@ -231,14 +262,20 @@ impl LedgerTable {
         self.ledgers
             .get(&ledger)
             .and_then(|l| l.entries.get(&entry))
-            .or_else(|| self.frozen.get(&ledger).and_then(|f| f.get(&entry)))
+            .or_else(|| {
+                self.frozen
+                    .as_ref()
+                    .and_then(|f| f.get(&ledger))
+                    .and_then(|f| f.get(&entry))
+            })
     }
 
     /// The highest entry id this bookie has for the ledger, in memory or on disk.
     fn last_entry_id(&self, ledger: i64, l: &Ledger) -> Option<i64> {
         let frozen = self
             .frozen
-            .get(&ledger)
+            .as_ref()
+            .and_then(|f| f.get(&ledger))
             .and_then(|f| f.keys().next_back().copied());
         l.last_cached().max(frozen).max(l.persisted_last)
     }
@@ -766,7 +803,7 @@ impl LedgerTable {
             });
         };
         let mut cached: Vec<i64> = l.entries.keys().copied().collect();
-        if let Some(f) = self.frozen.get(&ledger) {
+        if let Some(f) = self.frozen.as_ref().and_then(|f| f.get(&ledger)) {
             cached.extend(f.keys().copied());
             cached.sort_unstable();
             cached.dedup();
@@ -1006,7 +1043,7 @@ mod tests {
         for e in 0..3 {
             t.add(6, e, &key(1), body(6, e, e - 1), false, 0);
         }
-        let batch = t.freeze(17).expect("a batch");
+        let batch = t.freeze(17).expect("a batch").to_flush_batch();
         assert_eq!(batch.entries.len(), 3);
         assert_eq!(batch.journal_mark, 17);
         assert_eq!(batch.ledgers.len(), 1);
@@ -1017,7 +1054,7 @@ mod tests {
             status(&t.read(6, 1, None, None, None, None, true)),
             StatusCode::EOK
         );
-        t.flush_done();
+        assert!(t.flush_done().is_some());
         match t.read(6, 1, None, None, None, None, true) {
             Decision::ReadDisk(DiskRead::Entry {
                 ledger: 6,

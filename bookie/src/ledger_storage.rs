@@ -14,19 +14,25 @@ use std::path::PathBuf;
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 
-use entrylog::{
-    FlushBatch, FlushStats, LedgerStore, LedgerStoreConfig, ReadView, Reader, Recovered,
-};
+use entrylog::{FlushStats, LedgerStore, LedgerStoreConfig, ReadView, Reader, Recovered};
 use net::{availability, Response, ResponseFrame, ResponseHeader, StatusCode};
 use storage::RealStorage;
 use tokio::sync::mpsc;
 
-use crate::ledger::{DiskRead, LedgerTable};
+use crate::ledger::{DiskRead, FrozenBatch, FrozenEntries, LedgerTable};
 use crate::paced::Paced;
 use crate::shard::{RemoteReply, ShardHandle};
 
 /// The outcome of one flush.
 pub type FlushDone = Result<(u64, Arc<ReadView>, FlushStats), String>;
+
+/// Work for a flush thread.
+pub enum FlushJob {
+    /// Persist a frozen write cache.
+    Flush(FrozenBatch),
+    /// Free the entries of a cache whose flush completed.
+    Dispose(FrozenEntries),
+}
 
 /// A cache-miss read and where its reply goes.
 pub struct ReadJob {
@@ -41,7 +47,7 @@ pub struct ReadJob {
 
 /// A shard's handles on its ledger-storage threads.
 pub struct LedgerStorageLink {
-    pub flush_jobs: std_mpsc::Sender<FlushBatch>,
+    pub flush_jobs: std_mpsc::Sender<FlushJob>,
     pub read_jobs: std_mpsc::SyncSender<ReadJob>,
     pub view: Arc<ReadView>,
 }
@@ -65,7 +71,7 @@ pub fn start(
     String,
 > {
     let (opened_tx, opened_rx) = std_mpsc::channel();
-    let (jobs_tx, jobs_rx) = std_mpsc::channel::<FlushBatch>();
+    let (jobs_tx, jobs_rx) = std_mpsc::channel::<FlushJob>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let flush_dir = dir.clone();
     let flush_config = config.clone();
@@ -92,7 +98,17 @@ pub fn start(
                     return;
                 }
             };
-            while let Ok(batch) = jobs_rx.recv() {
+            while let Ok(job) = jobs_rx.recv() {
+                let frozen = match job {
+                    FlushJob::Flush(frozen) => frozen,
+                    // Freed here: dropping a flushed cache's entries is work for this thread.
+                    FlushJob::Dispose(entries) => {
+                        drop(entries);
+                        continue;
+                    }
+                };
+                let batch = frozen.to_flush_batch();
+                drop(frozen);
                 let done = store
                     .flush(&batch)
                     .map(|stats| (batch.journal_mark, store.snapshot(), stats))

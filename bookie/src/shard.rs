@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 use crate::config::BookieConfig;
 use crate::conn::Conn;
 use crate::ledger::{Answer, Decision, DiskRead, LedgerTable};
-use crate::ledger_storage::{self, FlushDone, LedgerStorageLink, ReadJob};
+use crate::ledger_storage::{self, FlushDone, FlushJob, LedgerStorageLink, ReadJob};
 use crate::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
 use crate::readonly::BookieState;
 use crate::record::{JournalRecord, HEADER_MAX};
@@ -661,7 +661,7 @@ impl Shard {
         if let Some(batch) = self.table.freeze(mark) {
             self.flushing = true;
             self.last_flush = Instant::now();
-            if self.store.flush_jobs.send(batch).is_err() {
+            if self.store.flush_jobs.send(FlushJob::Flush(batch)).is_err() {
                 log::error!("shard {}: the flush thread is gone; read-only", self.id);
                 self.set_failed("the flush thread is gone");
             }
@@ -677,7 +677,9 @@ impl Shard {
             Ok((mark, view, stats)) => {
                 log::debug!("shard {}: flushed {stats:?}, mark {mark}", self.id);
                 self.store.view = view;
-                self.table.flush_done();
+                if let Some(entries) = self.table.flush_done() {
+                    let _ = self.store.flush_jobs.send(FlushJob::Dispose(entries));
+                }
                 self.unblocked.notify_waiters();
                 if let Err(err) = self.journal.trim(Lsn(mark)) {
                     log::error!("shard {}: journal trim failed: {err}; read-only", self.id);
