@@ -7,7 +7,12 @@
 //!   An HTTP admin server (`http.rs`) serves /metrics and /api/v1/bookie/... (standalone: on
 //!   127.0.0.1:8080 unless `--no-http`; with a conf file: as `httpServerEnabled` says).
 //! - `bookie inspect journal DIR`: prints the records of a journal directory.
+//! - `bookie initnewcluster|metaformat|listbookies --conf bk_server.conf`: cluster metadata in
+//!   ZooKeeper (`metadata::cli`). With `metadataServiceUri` or `zkServers` in its conf, `serve`
+//!   checks cookies, registers and unregisters (`cluster.rs`); exit code 1 on a cookie
+//!   mismatch, 4 when the registration fails.
 
+mod cluster;
 mod conf;
 mod config;
 mod conn;
@@ -53,6 +58,19 @@ enum Command {
         #[command(subcommand)]
         what: Inspect,
     },
+    /// Create the cluster metadata in ZooKeeper (`<root>`, INSTANCEID, LAYOUT, ...).
+    Initnewcluster(MetaArgs),
+    /// Wipe and re-create the cluster metadata in ZooKeeper (a new INSTANCEID).
+    Metaformat(MetaArgs),
+    /// List the registered bookies (writable and read-only).
+    Listbookies(MetaArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct MetaArgs {
+    /// A bk_server.conf with metadataServiceUri or zkServers (+ zkLedgersRootPath).
+    #[arg(long, short = 'c')]
+    conf: PathBuf,
 }
 
 #[derive(clap::Args, Debug, Default)]
@@ -117,24 +135,64 @@ enum Inspect {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    let serve = |args| {
+        settings(args)
+            .map_err(cluster::Failure::from)
+            .and_then(server::run)
+    };
     let result = match cli.command {
-        None => settings(ServeArgs::default()).and_then(server::run),
-        Some(Command::Serve(args)) => settings(args).and_then(server::run),
+        None => serve(ServeArgs::default()),
+        Some(Command::Serve(args)) => serve(args),
+        Some(Command::Initnewcluster(a)) => return meta_command("initnewcluster", &a),
+        Some(Command::Metaformat(a)) => return meta_command("metaformat", &a),
+        Some(Command::Listbookies(a)) => return meta_command("listbookies", &a),
         Some(Command::Inspect { what }) => match what {
             Inspect::Journal { dir } => lock::DirLock::acquire(dir.parent().unwrap_or(&dir))
                 .and_then(|_lock| inspect_journal(&dir)),
             Inspect::Entrylog { dir } => inspect::entrylog(&dir),
             Inspect::Index { dir, ledger } => inspect::index(&dir, ledger),
             Inspect::Ledger { dir, ledger } => inspect::ledger(&dir, ledger),
-        },
+        }
+        .map_err(cluster::Failure::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            log::error!("{e}");
-            ExitCode::FAILURE
+            log::error!("{}", e.message);
+            ExitCode::from(e.code.max(1))
         }
     }
+}
+
+/// `bookie initnewcluster|metaformat|listbookies --conf FILE`: `metadata::cli` with the
+/// metadata keys of the conf file.
+fn meta_command(cmd: &str, args: &MetaArgs) -> ExitCode {
+    let mut c = conf::conf_defaults();
+    if let Err(e) = conf::load(&args.conf, &mut c) {
+        log::error!("{e}");
+        return ExitCode::from(metadata::EXIT_INVALID_CONF as u8);
+    }
+    let k = |key: &str| cluster::conf_key(&c.cluster, key);
+    let mut argv: Vec<String> = match (k("metadataServiceUri"), k("zkServers")) {
+        (Some(uri), _) => vec!["--uri".into(), uri],
+        (None, Some(servers)) => vec![
+            "--zk".into(),
+            servers,
+            "--root".into(),
+            c.cluster.zk_ledgers_root_path.clone(),
+        ],
+        (None, None) => {
+            log::error!(
+                "{}: neither metadataServiceUri nor zkServers is set",
+                args.conf.display()
+            );
+            return ExitCode::from(metadata::EXIT_INVALID_CONF as u8);
+        }
+    };
+    argv.push("--timeout-ms".into());
+    argv.push(c.cluster.zk_timeout.as_millis().to_string());
+    argv.push(cmd.into());
+    ExitCode::from(u8::try_from(metadata::cli::run(&argv)).unwrap_or(1))
 }
 
 fn settings(args: ServeArgs) -> Result<BookieConfig, String> {

@@ -161,7 +161,6 @@ impl BookieState {
     }
 
     /// The read-only flag as a watch channel (the registration's hook).
-    #[allow(dead_code)] // used by the ZooKeeper registration (metadata part) and tests
     pub fn subscribe(&self) -> watch::Receiver<bool> {
         self.changes.subscribe()
     }
@@ -230,7 +229,7 @@ impl BookieState {
     }
 
     /// Asks the main thread to stop the bookie.
-    fn request_stop(&self, why: String) {
+    pub fn request_stop(&self, why: String) {
         log::error!("stopping the bookie: {why}");
         if let Ok(mut r) = self.fatal_reason.lock() {
             r.get_or_insert(why);

@@ -9,7 +9,9 @@
 //! Beside the shards: the process-wide [`BookieState`] (read-only mode) with its disk-checker
 //! thread, the [`Metrics`] blocks the shards write, and the HTTP admin server on its own
 //! thread. A fatal condition (a full disk with read-only mode disabled) stops the bookie like
-//! a signal, with an error.
+//! a signal, with an error. In cluster mode the control plane (`cluster.rs`) checks the
+//! cookies before the shards start, registers after they are ready, stops the bookie the same
+//! way (exit code 4) when the registration is lost, and unregisters before the shards stop.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -22,6 +24,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::TcpSocket;
 use tokio::sync::{mpsc, watch};
 
+use crate::cluster::{ControlPlane, Failure};
 use crate::config::BookieConfig;
 use crate::conn::{self, Conn};
 use crate::http::{Admin, HttpServer};
@@ -30,9 +33,16 @@ use crate::metrics::Metrics;
 use crate::readonly::{spawn_disk_checker, BookieState};
 use crate::shard::{AdminQuery, EventFd, Shard, ShardHandle, ShardInbox, SHARD};
 
-/// Runs the bookie until a signal stops it.
-pub fn run(config: BookieConfig) -> Result<(), String> {
+/// Runs the bookie until a signal stops it. The error carries the process exit code (1, or 4
+/// when the ZooKeeper registration failed).
+pub fn run(config: BookieConfig) -> Result<(), Failure> {
     let signals = Signals::install()?;
+    // Cluster mode: the cookie check comes before anything touches the directories.
+    let mut control = if config.cluster.has_metadata_store() {
+        Some(ControlPlane::start(&config)?)
+    } else {
+        None
+    };
     let _journal_lock = DirLock::acquire(&config.journal_dir)?;
     let _ledger_lock = DirLock::acquire(&config.ledger_dir)?;
     let shards = config.shard_count();
@@ -97,6 +107,7 @@ pub fn run(config: BookieConfig) -> Result<(), String> {
     }
     drop(ready_tx);
     let mut failure = None;
+    let mut exit_code = 1;
     for _ in 0..shards {
         match ready_rx.recv() {
             Ok(Ok(_)) => {}
@@ -145,16 +156,35 @@ pub fn run(config: BookieConfig) -> Result<(), String> {
                 ""
             }
         );
-        if !config.cluster.has_metadata_store() {
-            log::info!("no metadataServiceUri or zkServers: standalone, not registered");
-        }
-        // The registration (metadata part) follows `state.subscribe()` from here.
-        if let Some(why) = signals.wait(&state) {
-            failure = Some(why);
+        let registered = match control.as_mut() {
+            None => {
+                log::info!("no metadataServiceUri or zkServers: standalone, not registered");
+                Ok(())
+            }
+            // Registers, then follows `state.subscribe()`.
+            Some(cp) => cp.register(state.clone()),
+        };
+        match registered {
+            Ok(()) => {
+                if let Some(why) = signals.wait(&state) {
+                    failure = Some(why);
+                }
+            }
+            Err(f) => {
+                exit_code = f.code;
+                failure = Some(f.message);
+            }
         }
         log::info!("stopping: flushing journals");
     }
     state.set_shutting_down();
+    // Unregister before the shards stop serving.
+    if let Some(cp) = control.take() {
+        if cp.exit_code() != 0 {
+            exit_code = cp.exit_code();
+        }
+        cp.stop();
+    }
     if let Some(server) = http.take() {
         server.stop();
     }
@@ -168,7 +198,10 @@ pub fn run(config: BookieConfig) -> Result<(), String> {
         let _ = t.join();
     }
     match failure {
-        Some(e) => Err(e),
+        Some(message) => Err(Failure {
+            code: exit_code,
+            message,
+        }),
         None => {
             log::info!("bookie stopped");
             Ok(())
