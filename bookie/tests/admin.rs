@@ -3,23 +3,18 @@
 //! (adds get EREADONLY, reads go on, recovery adds go on) and back, and turns read-only by
 //! itself when a tiny diskUsageThreshold (from a bk_server.conf) is exceeded.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+mod common;
+
+use common::{entry, free_port, read};
 use net::client::blocking::BlockingClient;
 use net::client::ClientConfig;
 use net::{Request, Response, StatusCode};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 struct Bookie {
     child: Child,
@@ -69,23 +64,7 @@ impl Bookie {
 
     /// One HTTP request; (status, body).
     fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
-        let mut s = TcpStream::connect(("127.0.0.1", self.http)).expect("http connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        write!(
-            s,
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).expect("http response");
-        let status = out
-            .split(' ')
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        let body = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-        (status, body.to_string())
+        common::http(self.http, method, path, body)
     }
 
     fn stop(mut self) {
@@ -103,35 +82,14 @@ impl Drop for Bookie {
     }
 }
 
-fn entry(ledger: i64, entry: i64, payload: &[u8]) -> Bytes {
-    let mut v = Vec::new();
-    v.extend_from_slice(&ledger.to_be_bytes());
-    v.extend_from_slice(&entry.to_be_bytes());
-    v.extend_from_slice(&(entry - 1).to_be_bytes());
-    v.extend_from_slice(&(payload.len() as i64).to_be_bytes());
-    v.extend_from_slice(payload);
-    Bytes::from(v)
-}
-
 fn add(ledger: i64, e: i64, recovery: bool) -> Request {
     Request::AddEntry {
         ledger_id: ledger,
         entry_id: e,
         master_key: Bytes::from(vec![7u8; 20]),
-        body: entry(ledger, e, b"admin test"),
+        body: entry(ledger, e, e - 1, b"admin test"),
         recovery,
         write_flags: None,
-    }
-}
-
-fn read(ledger: i64, e: i64) -> Request {
-    Request::ReadEntry {
-        ledger_id: ledger,
-        entry_id: e,
-        master_key: None,
-        flag: None,
-        previous_lac: None,
-        time_out: None,
     }
 }
 
@@ -148,16 +106,9 @@ fn sample(metrics: &str, prefix: &str) -> Option<f64> {
         .and_then(|(_, v)| v.parse().ok())
 }
 
-fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("bookie-admin-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("temp dir")
-}
-
 #[test]
 fn endpoints_metrics_and_manual_read_only() {
-    let dir = tempdir();
+    let dir = common::tempdir("bookie-admin-");
     let b = Bookie::start(dir.path(), &[]);
     let mut c = b.client();
 
@@ -263,7 +214,7 @@ fn endpoints_metrics_and_manual_read_only() {
 
 #[test]
 fn read_only_when_the_disk_threshold_is_exceeded() {
-    let dir = tempdir();
+    let dir = common::tempdir("bookie-admin-");
     let conf = dir.path().join("bk_server.conf");
     std::fs::write(
         &conf,

@@ -7,31 +7,18 @@
 //! Without ZooKeeper installed the test prints `SKIPPED(zookeeper not installed)` and passes,
 //! unless `BOOKIE_REQUIRE_ZK=1` (CI), which makes it fail.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use metadata::{cluster, zk, BookieList, MetadataConfig};
+mod common;
+
+use common::{entry, free_port, http, read};
 use net::client::blocking::BlockingClient;
 use net::client::ClientConfig;
 use net::{Request, Response, StatusCode};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("bookie-cluster-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("temp dir")
-}
 
 /// A throw-away ZooKeeper, stopped on drop (also when the test fails).
 struct Zk {
@@ -74,7 +61,7 @@ impl Zk {
             );
             return None;
         }
-        let dir = tempdir();
+        let dir = common::tempdir("bookie-cluster-");
         let port = zk_script("start", dir.path())
             .parse()
             .expect("scripts/zk prints the port");
@@ -153,55 +140,14 @@ impl Drop for Running {
     }
 }
 
-fn http(port: u16, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("http connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("http response");
-    let status = out
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    (status, body.to_string())
-}
-
-fn entry(ledger: i64, entry: i64, payload: &[u8]) -> Bytes {
-    let mut v = Vec::new();
-    v.extend_from_slice(&ledger.to_be_bytes());
-    v.extend_from_slice(&entry.to_be_bytes());
-    v.extend_from_slice(&(entry - 1).to_be_bytes());
-    v.extend_from_slice(&(payload.len() as i64).to_be_bytes());
-    v.extend_from_slice(payload);
-    Bytes::from(v)
-}
-
 fn add(ledger: i64, e: i64) -> Request {
     Request::AddEntry {
         ledger_id: ledger,
         entry_id: e,
         master_key: Bytes::from(vec![7u8; 20]),
-        body: entry(ledger, e, b"cluster test"),
+        body: entry(ledger, e, e - 1, b"cluster test"),
         recovery: false,
         write_flags: None,
-    }
-}
-
-fn read(ledger: i64, e: i64) -> Request {
-    Request::ReadEntry {
-        ledger_id: ledger,
-        entry_id: e,
-        master_key: None,
-        flag: None,
-        previous_lac: None,
-        time_out: None,
     }
 }
 
@@ -210,7 +156,7 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
     let Some(zk) = Zk::start("registers_serves_unregisters_and_refuses_a_cookie_mismatch") else {
         return;
     };
-    let dir = tempdir();
+    let dir = common::tempdir("bookie-cluster-");
     let conf = dir.path().join("bk_server.conf");
     let (port, http_port) = (free_port(), free_port());
     let journal = dir.path().join("journal");

@@ -3,12 +3,14 @@
 //! stops it; the crash tests kill it with SIGKILL and check that every acknowledged entry comes
 //! back after a restart.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+mod common;
+
+use common::{entry, free_port, read};
 use net::client::blocking::BlockingClient;
 use net::client::ClientConfig;
 use net::{ReadFlag, Request, Response, StatusCode};
@@ -18,13 +20,6 @@ struct Bookie {
     port: u16,
     dir: PathBuf,
     extra: Vec<String>,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 impl Bookie {
@@ -106,17 +101,6 @@ fn key(b: u8) -> Bytes {
     Bytes::from(vec![b; 20])
 }
 
-/// An entry as a BookKeeper client builds it: ledger, entry, LAC, length, then payload.
-fn entry(ledger: i64, entry: i64, lac: i64, payload: &[u8]) -> Bytes {
-    let mut v = Vec::with_capacity(32 + payload.len());
-    v.extend_from_slice(&ledger.to_be_bytes());
-    v.extend_from_slice(&entry.to_be_bytes());
-    v.extend_from_slice(&lac.to_be_bytes());
-    v.extend_from_slice(&(payload.len() as i64).to_be_bytes());
-    v.extend_from_slice(payload);
-    Bytes::from(v)
-}
-
 fn add(ledger: i64, e: i64, key_byte: u8, body: Bytes, recovery: bool) -> Request {
     Request::AddEntry {
         ledger_id: ledger,
@@ -128,17 +112,6 @@ fn add(ledger: i64, e: i64, key_byte: u8, body: Bytes, recovery: bool) -> Reques
     }
 }
 
-fn read(ledger: i64, e: i64) -> Request {
-    Request::ReadEntry {
-        ledger_id: ledger,
-        entry_id: e,
-        master_key: None,
-        flag: None,
-        previous_lac: None,
-        time_out: None,
-    }
-}
-
 fn read_body(r: &Response) -> Option<Bytes> {
     match r {
         Response::ReadEntry { body, .. } => body.clone(),
@@ -146,17 +119,10 @@ fn read_body(r: &Response) -> Option<Bytes> {
     }
 }
 
-fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("bookie-e2e-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("temp dir")
-}
-
 /// Adds and reads over v3 and v2, including entry -1 (last entry), ENOLEDGER and ENOENTRY.
 #[test]
 fn add_and_read_over_v3_and_v2() {
-    let dir = tempdir();
+    let dir = common::tempdir("bookie-e2e-");
     let bookie = Bookie::start(dir.path());
     let mut c = bookie.client();
     for e in 0..10 {
@@ -200,7 +166,7 @@ fn add_and_read_over_v3_and_v2() {
 /// recovery adds still go in; the fence survives a restart.
 #[test]
 fn master_key_fencing_and_recovery_adds() {
-    let dir = tempdir();
+    let dir = common::tempdir("bookie-e2e-");
     let mut bookie = Bookie::start(dir.path());
     let mut c = bookie.client();
     assert_eq!(
@@ -272,7 +238,7 @@ fn master_key_fencing_and_recovery_adds() {
 /// one times out and answers with the current LAC; explicit LAC is written and read back.
 #[test]
 fn long_poll_and_explicit_lac() {
-    let dir = tempdir();
+    let dir = common::tempdir("bookie-e2e-");
     let bookie = Bookie::start(dir.path());
     let mut writer = bookie.client();
     let mut reader = bookie.client();
@@ -359,7 +325,7 @@ fn long_poll_and_explicit_lac() {
 /// v2 batch read, GET_LIST_OF_ENTRIES_OF_LEDGER, FORCE_LEDGER and GET_BOOKIE_INFO.
 #[test]
 fn batch_read_list_force_and_info() {
-    let dir = tempdir();
+    let dir = common::tempdir("bookie-e2e-");
     let bookie = Bookie::start(dir.path());
     let mut c = bookie.client();
     for e in 0..5 {
@@ -441,7 +407,7 @@ fn batch_read_list_force_and_info() {
 #[test]
 fn bad_frame_closes_only_that_connection() {
     use std::io::{Read, Write};
-    let dir = tempdir();
+    let dir = common::tempdir("bookie-e2e-");
     let bookie = Bookie::start(dir.path());
     let mut raw = std::net::TcpStream::connect(("127.0.0.1", bookie.port)).unwrap();
     raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -463,7 +429,7 @@ fn bad_frame_closes_only_that_connection() {
 /// at several points under load, restarted; every acknowledged entry reads back byte for byte.
 #[test]
 fn acknowledged_entries_survive_sigkill() {
-    let dir = tempdir();
+    let dir = common::tempdir("bookie-e2e-");
     let mut bookie = Bookie::start(dir.path());
     let mut acked: Vec<(i64, i64, Bytes)> = Vec::new();
     for round in 0..3i64 {
@@ -546,7 +512,7 @@ fn acknowledged_entries_survive_sigkill() {
 /// list of entries, before and after a restart and after a SIGKILL.
 #[test]
 fn flushed_entries_are_served_from_ledger_storage() {
-    let dir = tempdir();
+    let dir = common::tempdir("bookie-e2e-");
     let mut bookie = Bookie::start_with(
         dir.path(),
         &["--write-cache-mb", "1", "--flush-interval-ms", "200"],
