@@ -557,6 +557,28 @@ pub(crate) fn merge<S: Storage>(
     max_in_flight: usize,
     dropped: &dyn Fn(u64) -> bool,
 ) -> Result<Option<RunInfo>, StoreError> {
+    merge_observed(
+        storage,
+        runs,
+        id,
+        chunk,
+        max_in_flight,
+        dropped,
+        &mut |_| {},
+    )
+}
+
+/// [`merge`], calling `observe` for every record written (garbage collection counts the live
+/// bytes of each entry log segment this way).
+pub(crate) fn merge_observed<S: Storage>(
+    storage: &mut S,
+    runs: &[Arc<RunInfo>],
+    id: u64,
+    chunk: usize,
+    max_in_flight: usize,
+    dropped: &dyn Fn(u64) -> bool,
+    observe: &mut dyn FnMut(&IndexRecord),
+) -> Result<Option<RunInfo>, StoreError> {
     let mut cursors: Vec<RunCursor> = Vec::with_capacity(runs.len());
     let mut result = (|| {
         for info in runs {
@@ -574,7 +596,7 @@ pub(crate) fn merge<S: Storage>(
             });
         }
         let mut writer = RunWriter::create(storage, id, chunk, max_in_flight)?;
-        match merge_into(storage, &mut cursors, &mut writer, dropped) {
+        match merge_into(storage, &mut cursors, &mut writer, dropped, observe) {
             Ok(0) => {
                 writer.abort(storage);
                 let name = file_name(FileKind::Run, id);
@@ -597,11 +619,41 @@ pub(crate) fn merge<S: Storage>(
     result
 }
 
+/// Calls `f` for every record of one run, in key order (a sequential read of the run).
+pub(crate) fn scan_run<S: Storage>(
+    storage: &mut S,
+    info: &Arc<RunInfo>,
+    chunk: usize,
+    f: &mut dyn FnMut(IndexRecord),
+) -> Result<(), StoreError> {
+    let name = file_name(FileKind::Run, info.id);
+    let file = storage
+        .open(&name, false)
+        .map_err(|e| StoreError::io("open index run", &name, e))?;
+    let mut cursor = RunCursor {
+        info: info.clone(),
+        file,
+        reader: SeqReader::new(file, info.blocks() as u64 * BLOCK as u64, chunk),
+        block: Vec::new(),
+        next_block: 0,
+        pos: 0,
+    };
+    let r = (|| {
+        while let Some(r) = cursor.next(storage)? {
+            f(r);
+        }
+        Ok(())
+    })();
+    storage.close(file);
+    r
+}
+
 fn merge_into<S: Storage>(
     storage: &mut S,
     cursors: &mut [RunCursor],
     writer: &mut RunWriter,
     dropped: &dyn Fn(u64) -> bool,
+    observe: &mut dyn FnMut(&IndexRecord),
 ) -> Result<u64, StoreError> {
     // heads[i] = the current record of cursor i. Few runs (<= max_index_runs + 1), so a linear
     // scan for the minimum is as fast as a heap and simpler.
@@ -637,6 +689,7 @@ fn merge_into<S: Storage>(
         }
         if !dropped(record.ledger) {
             writer.push(storage, record)?;
+            observe(&record);
             written += 1;
         }
     }

@@ -10,6 +10,8 @@
 //! - [`store`]: [`LedgerStore`], owned by the flush thread: `open` (recovery) and `flush`
 //!   (the checkpoint order), publishing an immutable [`ReadView`].
 //! - [`reader`]: [`Reader`], owned by a reader thread, serving cache-miss reads.
+//! - [`compact`]: garbage collection — deleted ledgers out of the index, segments with little
+//!   live data compacted (minor/major), run by the flush thread between flushes.
 //!
 //! Everything reaches the disk through the `storage` port with blocking submit-and-wait
 //! helpers, so the same code runs on io_uring and on the simulated disk. On-disk formats:
@@ -17,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod compact;
 pub mod error;
 pub mod format;
 pub mod index;
@@ -27,6 +30,7 @@ pub mod reader;
 pub mod segment;
 pub mod store;
 
+pub use compact::{Compaction, CompactionStats, IndexGcStats, SegmentUsage, Step};
 pub use error::{CorruptionKind, StoreError};
 pub use meta::LedgerMeta;
 pub use reader::Reader;

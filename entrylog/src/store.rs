@@ -21,7 +21,7 @@
 //! reader never finds a file gone under its view.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use storage::Storage;
@@ -176,14 +176,21 @@ impl ReadView {
 
 /// One shard's ledger storage; owned by the flush thread.
 pub struct LedgerStore<S: Storage> {
-    storage: S,
-    config: LedgerStoreConfig,
-    manifest: Manifest,
+    pub(crate) storage: S,
+    pub(crate) config: LedgerStoreConfig,
+    pub(crate) manifest: Manifest,
     ledgers: BTreeMap<u64, LedgerMeta>,
-    view: Arc<ReadView>,
+    pub(crate) view: Arc<ReadView>,
     /// Runs merged away, removed once no view holds them.
-    retired: Vec<Arc<RunInfo>>,
-    stopped: bool,
+    pub(crate) retired: Vec<Arc<RunInfo>>,
+    /// Every view published and maybe still held by a reader.
+    published: Vec<Weak<ReadView>>,
+    /// Segments dropped by garbage collection, removed once none of these views is alive.
+    retired_segments: Vec<(u64, Vec<Weak<ReadView>>)>,
+    /// A compaction is in progress (`compact.rs`): index merges wait, so the compaction's run
+    /// can be slotted in right after the run it was planned from.
+    pub(crate) compacting: bool,
+    pub(crate) stopped: bool,
 }
 
 fn io_err<'a>(what: &'static str, name: &'a str) -> impl Fn(storage::IoError) -> StoreError + 'a {
@@ -324,6 +331,9 @@ impl<S: Storage> LedgerStore<S> {
                 deleted: Arc::new(HashSet::new()),
             }),
             retired: Vec::new(),
+            published: Vec::new(),
+            retired_segments: Vec::new(),
+            compacting: false,
             stopped: false,
         };
         store.manifest.next_file_id = store.manifest.next_file_id.max(max_seen + 1);
@@ -402,7 +412,7 @@ impl<S: Storage> LedgerStore<S> {
         &self.manifest
     }
 
-    fn publish(&mut self, runs: Vec<Arc<RunInfo>>) {
+    pub(crate) fn publish(&mut self, runs: Vec<Arc<RunInfo>>) {
         let deleted: HashSet<u64> = self
             .ledgers
             .values()
@@ -421,9 +431,29 @@ impl<S: Storage> LedgerStore<S> {
             runs,
             deleted,
         });
+        self.published.retain(|w| w.strong_count() > 0);
+        self.published.push(Arc::downgrade(&self.view));
     }
 
-    fn alloc_id(&mut self) -> u64 {
+    /// Segment `id` left the manifest: its file goes once no view that listed it is alive.
+    pub(crate) fn retire_segment(&mut self, id: u64) {
+        // Every view but the current one (published without the segment) may still list it.
+        let current = Arc::downgrade(&self.view);
+        let holders = self
+            .published
+            .iter()
+            .filter(|w| !w.ptr_eq(&current))
+            .cloned()
+            .collect();
+        self.retired_segments.push((id, holders));
+    }
+
+    /// The metadata of every ledger deleted so far (for garbage collection).
+    pub(crate) fn deleted_ledgers(&self) -> Arc<HashSet<u64>> {
+        self.view.deleted.clone()
+    }
+
+    pub(crate) fn alloc_id(&mut self) -> u64 {
         let id = self.manifest.next_file_id;
         self.manifest.next_file_id += 1;
         id
@@ -431,7 +461,7 @@ impl<S: Storage> LedgerStore<S> {
 
     /// Writes `m` as the new manifest: tmp, sync, rename, directory sync. Any error here
     /// stops the store (the rename may or may not be durable).
-    fn commit_manifest(&mut self, m: &Manifest) -> Result<(), StoreError> {
+    pub(crate) fn commit_manifest(&mut self, m: &Manifest) -> Result<(), StoreError> {
         let bytes = m.encode();
         if let Err(e) = write_small(&mut self.storage, MANIFEST_TMP_NAME, &bytes, &self.config) {
             // Nothing is committed yet: the tmp file is garbage, the old manifest stands.
@@ -471,6 +501,26 @@ impl<S: Storage> LedgerStore<S> {
             }
         }
         self.retired = keep;
+        let mut keep = Vec::new();
+        for (id, holders) in std::mem::take(&mut self.retired_segments) {
+            if holders.iter().any(|w| w.strong_count() > 0) {
+                keep.push((id, holders));
+                continue;
+            }
+            let name = file_name(FileKind::Segment, id);
+            if let Err(e) = self.storage.remove(&name) {
+                if !e.is_not_found() {
+                    log::warn!("ledger storage: cannot remove retired {name}: {e}");
+                    keep.push((id, holders));
+                }
+            }
+        }
+        self.retired_segments = keep;
+    }
+
+    /// Retired files (index runs and segments) still waiting for readers to let go of them.
+    pub fn retired_files(&self) -> usize {
+        self.retired.len() + self.retired_segments.len()
     }
 
     /// Persists `batch` in the checkpoint order (module docs) and publishes a new view. Blocks
@@ -551,7 +601,7 @@ impl<S: Storage> LedgerStore<S> {
             }
         }
         // Merges, each its own commit.
-        while self.view.runs.len() > self.config.max_index_runs {
+        while self.view.runs.len() > self.config.max_index_runs && !self.compacting {
             match self.merge_once() {
                 Ok(records) => {
                     stats.merges += 1;

@@ -491,3 +491,131 @@ fn old_view_survives_merges() {
         .count();
     assert_eq!(idx, store.snapshot().runs().len());
 }
+
+/// Garbage collection: deleted ledgers leave the index, segments with nothing live are
+/// dropped, segments under the threshold are compacted in steps with flushes (overwrites,
+/// new ledgers) between the steps, and every live entry reads back before and after reopening
+/// while the disk usage falls.
+#[test]
+fn gc_drops_deleted_ledgers_and_compacts_segments() {
+    let disk = SimDisk::new(SimConfig::new(11));
+    let config = small_config();
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    let mut model: BTreeMap<(u64, u64), Bytes> = BTreeMap::new();
+    // Ledgers 1..=4 interleaved, so every segment holds all of them.
+    let mut mark = 0;
+    for round in 0..6u64 {
+        let mut entries = Vec::new();
+        for l in 1..=4u64 {
+            for e in 0..25u64 {
+                let id = round * 25 + e;
+                let b = body(l, id, 0, 300);
+                model.insert((l, id), b.clone());
+                entries.push((l, id, b));
+            }
+        }
+        mark += 1;
+        store
+            .flush(&FlushBatch {
+                entries,
+                ledgers: (1..=4).map(meta).collect(),
+                journal_mark: mark,
+            })
+            .unwrap();
+    }
+    // Ledger 9 alone fills whole segments.
+    for round in 0..3u64 {
+        let entries: Vec<_> = (0..100u64)
+            .map(|e| (9, round * 100 + e, body(9, round * 100 + e, 0, 500)))
+            .collect();
+        mark += 1;
+        store
+            .flush(&FlushBatch {
+                entries,
+                ledgers: vec![meta(9)],
+                journal_mark: mark,
+            })
+            .unwrap();
+    }
+    let segments_before = store.snapshot().segments().len();
+    let bytes_before: u64 = store.snapshot().segments().iter().map(|s| s.len).sum();
+    // Delete 1, 2, 3 and 9: the interleaved segments keep a quarter live.
+    mark += 1;
+    store
+        .flush(&FlushBatch {
+            entries: vec![],
+            ledgers: [1, 2, 3, 9]
+                .into_iter()
+                .map(|l| LedgerMeta {
+                    deleted: true,
+                    ..meta(l)
+                })
+                .collect(),
+            journal_mark: mark,
+        })
+        .unwrap();
+    model.retain(|(l, _), _| *l == 4);
+    let gc = store.collect_index().unwrap();
+    assert_eq!(store.snapshot().runs().len(), 1);
+    assert_eq!(gc.records_after, 150, "{gc:?}");
+    assert!(gc.records_before > gc.records_after);
+    assert!(gc.segments_dropped >= 2, "ledger 9's own segments: {gc:?}");
+    check_model(&store, &mut reader, &model);
+    let low: Vec<_> = gc.usage.iter().filter(|u| u.usage() < 0.5).collect();
+    assert!(!low.is_empty(), "{gc:?}");
+
+    let mut c = store
+        .begin_compaction(&gc.usage, 0.5, u64::MAX)
+        .unwrap()
+        .expect("segments under the threshold");
+    let mut steps = 0;
+    let stats = loop {
+        steps += 1;
+        match store.compact_step(&mut c, 4096).unwrap() {
+            entrylog::Step::More(_) => {
+                // A flush between steps: overwrite one live entry, add a new ledger.
+                let b = body(4, steps, 7, 100);
+                model.insert((4, steps), b.clone());
+                let n = body(20, steps, 0, 100);
+                model.insert((20, steps), n.clone());
+                mark += 1;
+                store
+                    .flush(&FlushBatch {
+                        entries: vec![(4, steps, b), (20, steps, n)],
+                        ledgers: vec![meta(20)],
+                        journal_mark: mark,
+                    })
+                    .unwrap();
+                check_model(&store, &mut reader, &model);
+            }
+            entrylog::Step::Done(stats) => break stats,
+        }
+    };
+    assert!(steps > 2, "the copy was done in steps");
+    assert!(
+        stats.entries_copied > 0 && stats.bytes_reclaimed() > 0,
+        "{stats:?}"
+    );
+    check_model(&store, &mut reader, &model);
+    let bytes_after: u64 = store.snapshot().segments().iter().map(|s| s.len).sum();
+    assert!(
+        bytes_after < bytes_before / 2,
+        "{segments_before} segments, {bytes_before} B -> {bytes_after} B"
+    );
+    // Old segment files go once the reader lets go of old views.
+    drop(reader);
+    store.collect_garbage();
+    assert_eq!(store.retired_files(), 0);
+    let names = disk.storage("l").list().unwrap();
+    let seg_files = names.iter().filter(|n| n.ends_with(".log")).count();
+    assert_eq!(seg_files, store.snapshot().segments().len(), "{names:?}");
+    drop(store);
+    let (store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    check_model(&store, &mut reader, &model);
+    assert_eq!(
+        reader.entries_of(&store.snapshot(), 9).unwrap(),
+        Vec::<u64>::new()
+    );
+}
