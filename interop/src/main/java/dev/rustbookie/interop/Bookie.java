@@ -1,0 +1,201 @@
+package dev.rustbookie.interop;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.bookkeeper.net.BookieId;
+
+/** One bookie process (ours or Java's) with its own ports and directories. */
+public abstract class Bookie {
+    public final String name;
+    public final Path dir;
+    public final int port;
+    public final int httpPort;
+    protected final Cluster cluster;
+    /** Extra or overriding bk_server.conf keys. */
+    public final Map<String, String> extraConf = new LinkedHashMap<>();
+    protected Process proc;
+    /** Whether the scenario expects this bookie up (for the end-of-scenario checks). */
+    public volatile boolean expectUp;
+
+    protected Bookie(Cluster cluster, String name) {
+        this.cluster = cluster;
+        this.name = name;
+        this.dir = cluster.runDir.resolve(name);
+        this.port = Ports.free();
+        this.httpPort = Ports.free();
+    }
+
+    public abstract boolean isJava();
+
+    public String id() {
+        return "127.0.0.1:" + port;
+    }
+
+    public BookieId bookieId() {
+        return BookieId.parse(id());
+    }
+
+    public Path log() {
+        return cluster.runDir.resolve("logs").resolve(name + ".log");
+    }
+
+    public Path confFile() {
+        return dir.resolve("bk_server.conf");
+    }
+
+    protected Map<String, String> conf() {
+        Map<String, String> c = new LinkedHashMap<>();
+        c.put("bookiePort", Integer.toString(port));
+        c.put("listeningInterface", "lo");
+        c.put("advertisedAddress", "127.0.0.1");
+        c.put("allowLoopback", "true");
+        c.put("useHostNameAsBookieID", "false");
+        c.put("metadataServiceUri", cluster.metadataServiceUri());
+        c.put("zkTimeout", "6000");
+        c.put("journalDirectories", dir.resolve("journal").toString());
+        c.put("ledgerDirectories", dir.resolve("ledgers").toString());
+        c.put("journalSyncData", "true");
+        c.put("gcWaitTime", "60000");
+        c.put("diskUsageThreshold", "0.99");
+        c.put("diskUsageWarnThreshold", "0.98");
+        c.put("readOnlyModeEnabled", "true");
+        c.put("httpServerEnabled", "true");
+        c.put("httpServerHost", "127.0.0.1");
+        c.put("httpServerPort", Integer.toString(httpPort));
+        return c;
+    }
+
+    protected abstract List<String> command() throws IOException;
+
+    /** Writes the conf and starts the process (does not wait for registration). */
+    public synchronized void launch() throws IOException {
+        if (proc != null && proc.isAlive()) {
+            throw new IllegalStateException(name + " is already running");
+        }
+        Files.createDirectories(dir.resolve("journal"));
+        Files.createDirectories(dir.resolve("ledgers"));
+        Files.createDirectories(dir.resolve("tmp"));
+        Map<String, String> c = conf();
+        c.putAll(extraConf);
+        StringBuilder sb = new StringBuilder("# written by the interop harness for " + name + "\n");
+        c.forEach((k, v) -> sb.append(k).append('=').append(v).append('\n'));
+        Files.writeString(confFile(), sb.toString());
+        Files.createDirectories(log().getParent());
+        Files.writeString(log(), "==== start " + java.time.Instant.now() + "\n", StandardCharsets.UTF_8,
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+        ProcessBuilder pb = new ProcessBuilder(command());
+        pb.directory(dir.toFile());
+        proc = Procs.start(pb, log(), cluster.runDir.resolve("pids").resolve(name + ".pid"));
+        expectUp = true;
+    }
+
+    /** Starts and waits until registered (and ready). */
+    public void start() throws Exception {
+        launch();
+        awaitReady(Duration.ofSeconds(isJava() ? 90 : 30));
+    }
+
+    /** Waits until the bookie is registered in ZooKeeper (available or read-only). */
+    public void awaitReady(Duration timeout) throws Exception {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (proc == null || !proc.isAlive()) {
+                throw new IllegalStateException(name + " exited with " + (proc == null ? "?" : proc.exitValue())
+                        + " before registering; log tail:\n" + logTail(40));
+            }
+            if (cluster.isRegistered(id()) && readyExtra()) {
+                return;
+            }
+            Thread.sleep(100);
+        }
+        throw new IllegalStateException(name + " did not register within " + timeout + "; log tail:\n" + logTail(40));
+    }
+
+    protected boolean readyExtra() {
+        return true;
+    }
+
+    /** Graceful stop: SIGTERM (unregisters), SIGKILL after 30 s. */
+    public synchronized void stop() {
+        expectUp = false;
+        Procs.stop(proc, 30_000);
+    }
+
+    /** Crash: SIGKILL. */
+    public synchronized void kill() {
+        expectUp = false;
+        Procs.kill(proc);
+    }
+
+    public synchronized boolean isAlive() {
+        return proc != null && proc.isAlive();
+    }
+
+    public synchronized int exitValue() {
+        return proc.exitValue();
+    }
+
+    public String logText() {
+        try {
+            return Files.exists(log()) ? Files.readString(log(), StandardCharsets.ISO_8859_1) : "";
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    public String logTail(int lines) {
+        String[] all = logText().split("\n");
+        StringBuilder sb = new StringBuilder();
+        for (int i = Math.max(0, all.length - lines); i < all.length; i++) {
+            sb.append("    ").append(all[i]).append('\n');
+        }
+        return sb.toString();
+    }
+
+    /** Problems in the log (a Rust panic, a Java "Unexpected exception" error). */
+    public List<String> logProblems() {
+        List<String> out = new ArrayList<>();
+        for (String line : logText().split("\n")) {
+            if (line.contains("panicked at") || line.contains("RUST_BACKTRACE")
+                    || (line.contains("ERROR") && line.contains("Unexpected exception"))) {
+                out.add(line);
+            }
+        }
+        return out;
+    }
+
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    /** One admin HTTP request: returns "STATUS BODY". */
+    public HttpResponse<String> http(String method, String path, String body) throws IOException, InterruptedException {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
+                .timeout(Duration.ofSeconds(10));
+        if (body == null) {
+            b.method(method, HttpRequest.BodyPublishers.noBody());
+        } else {
+            b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body));
+        }
+        return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** PUT /api/v1/bookie/state/readonly {"readOnly":ro}; returns the status code. */
+    public int setReadOnly(boolean ro) throws IOException, InterruptedException {
+        return http("PUT", "/api/v1/bookie/state/readonly", "{\"readOnly\":" + ro + "}").statusCode();
+    }
+
+    @Override
+    public String toString() {
+        return name + "(" + (isJava() ? "java" : "rust") + " " + id() + ")";
+    }
+}

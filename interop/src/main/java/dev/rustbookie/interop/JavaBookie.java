@@ -1,0 +1,90 @@
+package dev.rustbookie.interop;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A real Apache BookKeeper bookie in its own JVM: org.apache.bookkeeper.server.Main --conf FILE,
+ * DbLedgerStorage with small caches (interop.md §3.2), JVM flags of §1.3/§3.1 with a modest heap
+ * for this 2-core machine, java.io.tmpdir (RocksDB's .so) in the bookie's own dir.
+ */
+public final class JavaBookie extends Bookie {
+    public String heap = "512m";
+    public String direct = "512m";
+
+    public JavaBookie(Cluster cluster, String name) {
+        super(cluster, name);
+    }
+
+    @Override
+    public boolean isJava() {
+        return true;
+    }
+
+    @Override
+    protected Map<String, String> conf() {
+        Map<String, String> c = super.conf();
+        c.put("ledgerStorageClass", "org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage");
+        c.put("dbStorage_writeCacheMaxSizeMb", "32");
+        c.put("dbStorage_readAheadCacheMaxSizeMb", "32");
+        c.put("dbStorage_rocksDB_blockCacheSize", "16777216");
+        c.put("logSizeLimit", "67108864");
+        c.put("httpServerClass", "org.apache.bookkeeper.http.vertx.VertxHttpServer");
+        c.put("serverNumIOThreads", "2");
+        c.put("numReadWorkerThreads", "2");
+        c.put("numHighPriorityWorkerThreads", "2");
+        return c;
+    }
+
+    @Override
+    protected List<String> command() throws IOException {
+        Path log4j = dir.resolve("log4j2.xml");
+        Files.writeString(log4j, """
+                <?xml version="1.0" encoding="UTF-8"?>
+                <Configuration status="WARN">
+                  <Appenders>
+                    <Console name="out" target="SYSTEM_OUT">
+                      <PatternLayout pattern="%d{HH:mm:ss.SSS} %-5p [%t] %c{1} - %m%n"/>
+                    </Console>
+                  </Appenders>
+                  <Loggers>
+                    <Root level="INFO"><AppenderRef ref="out"/></Root>
+                  </Loggers>
+                </Configuration>
+                """);
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Settings.javaBin());
+        cmd.add("-Xms" + heap);
+        cmd.add("-Xmx" + heap);
+        cmd.add("-XX:MaxDirectMemorySize=" + direct);
+        cmd.add("-XX:+UseG1GC");
+        cmd.add("-XX:MaxGCPauseMillis=10");
+        cmd.add("-XX:+ParallelRefProcEnabled");
+        cmd.add("-XX:+DisableExplicitGC");
+        cmd.addAll(Settings.jvmFlags());
+        cmd.add("-Djava.io.tmpdir=" + dir.resolve("tmp"));
+        cmd.add("-Dio.netty.native.workdir=" + dir.resolve("tmp"));
+        cmd.add("-Dlog4j.configurationFile=" + log4j);
+        cmd.add("-Dlog4j2.configurationFile=" + log4j);
+        cmd.add("-Dinterop.run=" + cluster.runDir);
+        cmd.add("-cp");
+        cmd.add(Settings.classpath());
+        cmd.add("org.apache.bookkeeper.server.Main");
+        cmd.add("--conf");
+        cmd.add(confFile().toString());
+        return cmd;
+    }
+
+    @Override
+    protected boolean readyExtra() {
+        try {
+            return http("GET", "/api/v1/bookie/is_ready", null).statusCode() == 200;
+        } catch (Exception e) {
+            return false;
+        }
+    }
+}

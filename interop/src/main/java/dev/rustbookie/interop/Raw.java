@@ -1,0 +1,90 @@
+package dev.rustbookie.interop;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.nio.NioEventLoopGroup;
+import java.util.EnumSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.apache.bookkeeper.client.api.WriteFlag;
+import org.apache.bookkeeper.common.util.OrderedExecutor;
+import org.apache.bookkeeper.conf.ClientConfiguration;
+import org.apache.bookkeeper.net.BookieId;
+import org.apache.bookkeeper.net.BookieSocketAddress;
+import org.apache.bookkeeper.proto.BookieClientImpl;
+
+/**
+ * Raw per-bookie requests through the client's internal BookieClientImpl (the one adapter for
+ * this unstable API, interop.md §6): read what one bookie stores, add straight to one bookie.
+ */
+public final class Raw implements AutoCloseable {
+    private final EventLoopGroup elg;
+    private final OrderedExecutor executor;
+    private final ScheduledExecutorService scheduler;
+    private final BookieClientImpl client;
+    private final boolean v2;
+
+    public record Result(int rc, byte[] data) {}
+
+    public Raw(ClientConfiguration cc) throws Exception {
+        this.v2 = cc.getUseV2WireProtocol();
+        elg = new NioEventLoopGroup(1);
+        executor = OrderedExecutor.newBuilder().name("raw-client").numThreads(1).build();
+        scheduler = Executors.newSingleThreadScheduledExecutor();
+        client = new BookieClientImpl(cc, elg, UnpooledByteBufAllocator.DEFAULT, executor, scheduler,
+                org.apache.bookkeeper.stats.NullStatsLogger.INSTANCE, BookieSocketAddress.LEGACY_BOOKIEID_RESOLVER);
+    }
+
+    /** Reads one entry as the bookie stores it (digest header + payload); rc and bytes. */
+    public Result read(BookieId bookie, long ledgerId, long entryId) throws Exception {
+        CompletableFuture<Result> f = new CompletableFuture<>();
+        client.readEntry(bookie, ledgerId, entryId, (rc, lid, eid, buf, ctx) -> {
+            byte[] data = null;
+            if (rc == 0 && buf != null) {
+                data = new byte[buf.readableBytes()];
+                buf.getBytes(buf.readerIndex(), data);
+            }
+            if (buf != null) {
+                buf.release();
+            }
+            f.complete(new Result(rc, data));
+        }, null, 0);
+        return f.get(30, TimeUnit.SECONDS);
+    }
+
+    /**
+     * Adds one entry straight to a bookie; returns the rc. The body is laid out as a client
+     * packages it (ledger, entry, LAC, length, a 4-byte CRC32C, payload); bookies do not verify
+     * digests, so the digest code of the client's internal (version-specific) DigestManager is
+     * not needed.
+     */
+    public int add(BookieId bookie, long ledgerId, byte[] masterKey, long entryId, long lac, byte[] payload,
+            int flags) throws Exception {
+        ByteBuf toSend = Unpooled.buffer(36 + payload.length);
+        toSend.writeLong(ledgerId).writeLong(entryId).writeLong(lac).writeLong(payload.length);
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        byte[] head = new byte[32];
+        toSend.getBytes(0, head);
+        crc.update(head);
+        crc.update(payload);
+        toSend.writeInt((int) crc.getValue());
+        toSend.writeBytes(payload);
+        CompletableFuture<Integer> f = new CompletableFuture<>();
+        client.addEntry(bookie, ledgerId, masterKey, entryId, toSend,
+                (rc, lid, eid, addr, ctx) -> f.complete(rc), null, flags, false,
+                EnumSet.noneOf(WriteFlag.class), null);
+        return f.get(30, TimeUnit.SECONDS);
+    }
+
+    @Override
+    public void close() {
+        client.close();
+        executor.shutdown();
+        scheduler.shutdownNow();
+        elg.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+    }
+}
