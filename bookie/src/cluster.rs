@@ -117,6 +117,10 @@ impl ControlPlane {
             ledger_dirs: vec![config.ledger_dir.display().to_string()],
             index_dirs: None,
         };
+        let cookie_options = CookieOptions {
+            allow_storage_expansion: config.cluster.allow_storage_expansion,
+            ..CookieOptions::default()
+        };
         let (report_tx, reports) = std_mpsc::channel();
         let (register, register_rx) = oneshot::channel();
         let (shutdown, shutdown_rx) = oneshot::channel();
@@ -141,6 +145,7 @@ impl ControlPlane {
                 rt.block_on(control_main(
                     cfg,
                     dirs,
+                    cookie_options,
                     report_tx,
                     register_rx,
                     shutdown_rx,
@@ -217,6 +222,7 @@ impl Drop for ControlPlane {
 async fn control_main(
     cfg: MetadataConfig,
     dirs: CookieDirs,
+    cookie_options: CookieOptions,
     reports: std_mpsc::Sender<Report>,
     register: oneshot::Receiver<Arc<BookieState>>,
     mut shutdown: oneshot::Receiver<()>,
@@ -230,15 +236,10 @@ async fn control_main(
         let instance_id = cluster::read_instance_id(&client, &cfg)
             .await
             .map_err(|e| Failure::meta("cannot read the cluster instance id", e))?;
-        let outcome = cookie::validate_and_stamp(
-            &client,
-            &cfg,
-            &dirs,
-            instance_id,
-            &CookieOptions::default(),
-        )
-        .await
-        .map_err(|e| Failure::meta("cookie check failed", e))?;
+        let outcome =
+            cookie::validate_and_stamp(&client, &cfg, &dirs, instance_id, &cookie_options)
+                .await
+                .map_err(|e| Failure::meta("cookie check failed", e))?;
         log::info!("cookies: {outcome:?}");
         Ok::<(), Failure>(())
     }

@@ -227,6 +227,21 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                 c.cluster.gc_overreplicated_ledger_wait_time = v.millis(1)?
             }
             "verifyMetadataOnGC" => c.cluster.verify_metadata_on_gc = v.boolean()?,
+            "minorCompactionThreshold" => c.gc.minor_threshold = v.threshold()?,
+            "majorCompactionThreshold" => c.gc.major_threshold = v.threshold()?,
+            "minorCompactionInterval" => c.gc.minor_interval = v.seconds()?,
+            "majorCompactionInterval" => c.gc.major_interval = v.seconds()?,
+            "compactionRateByEntries" => {
+                c.gc.rate_by_entries = v.parse_range(1, u32::MAX as u64)?
+            }
+            "compactionRateByBytes" => c.gc.rate_by_bytes = v.parse_range(1, u64::MAX)?,
+            "isThrottleByBytes" => c.gc.throttle_by_bytes = v.boolean()?,
+            "logSizeLimit" => {
+                // Java caps entry logs below 2 GiB (their offsets are ints); ours are u64, but
+                // the same range keeps an operator's file meaning the same.
+                c.ledger_store.entry_log_size_bytes = v.parse_range(64 << 10, (2u64 << 30) - 1)?
+            }
+            "allowStorageExpansion" => c.cluster.allow_storage_expansion = v.boolean()?,
             "journalDirectories" | "journalDirectory" => c.journal_dir = v.one_dir()?,
             "ledgerDirectories" => c.ledger_dir = v.one_dir()?,
             "journalMaxGroupWaitMSec" => {
@@ -304,6 +319,34 @@ pub fn validate(c: &BookieConfig) -> Result<(), String> {
     if d.force_read_only && !d.read_only_mode_enabled {
         return Err("forceReadOnlyBookie=true needs readOnlyModeEnabled=true".into());
     }
+    let g = &c.gc;
+    if g.minor_threshold > 0.0 && g.major_threshold > 0.0 && g.minor_threshold > g.major_threshold {
+        return Err(format!(
+            "minorCompactionThreshold ({}) must not exceed majorCompactionThreshold ({})",
+            g.minor_threshold, g.major_threshold
+        ));
+    }
+    let wait = c.cluster.gc_wait_time;
+    for (key, threshold, interval) in [
+        (
+            "minorCompactionInterval",
+            g.minor_threshold,
+            g.minor_interval,
+        ),
+        (
+            "majorCompactionInterval",
+            g.major_threshold,
+            g.major_interval,
+        ),
+    ] {
+        if threshold > 0.0 && !interval.is_zero() && interval < wait {
+            return Err(format!(
+                "{key} ({} s) must not be shorter than gcWaitTime ({} ms)",
+                interval.as_secs(),
+                wait.as_millis()
+            ));
+        }
+    }
     c.journal
         .validate()
         .map_err(|e| format!("journal settings (journal* keys): {e}"))
@@ -344,6 +387,27 @@ impl Value<'_> {
             return Err(self.invalid(&format!("expected {min}..={max}")));
         }
         Ok(n)
+    }
+
+    /// A compaction threshold: at most 1.0; zero or below disables (Java).
+    fn threshold(&self) -> Result<f64, String> {
+        let f: f64 = self
+            .text()
+            .parse()
+            .map_err(|_| self.invalid("not a number"))?;
+        if !f.is_finite() || f > 1.0 {
+            return Err(self.invalid("expected at most 1.0 (0 or less disables)"));
+        }
+        Ok(f.max(0.0))
+    }
+
+    /// Whole seconds; zero or below is zero (disabled, for compaction intervals).
+    fn seconds(&self) -> Result<Duration, String> {
+        let n: i64 = self
+            .text()
+            .parse()
+            .map_err(|_| self.invalid("not a whole number of seconds"))?;
+        Ok(Duration::from_secs(n.clamp(0, 1 << 40) as u64))
     }
 
     fn millis(&self, min: u64) -> Result<Duration, String> {
@@ -623,6 +687,18 @@ mod tests {
                 "forceReadOnlyBookie=true\nreadOnlyModeEnabled=false",
                 "forceReadOnlyBookie",
             ),
+            ("majorCompactionThreshold=1.5", "majorCompactionThreshold"),
+            (
+                "minorCompactionThreshold=0.9\nmajorCompactionThreshold=0.5",
+                "minorCompactionThreshold",
+            ),
+            (
+                "gcWaitTime=7200000\nminorCompactionInterval=3600",
+                "minorCompactionInterval",
+            ),
+            ("compactionRateByEntries=0", "compactionRateByEntries"),
+            ("logSizeLimit=100", "logSizeLimit"),
+            ("isThrottleByBytes=sometimes", "isThrottleByBytes"),
         ];
         for (text, key) in cases {
             let err = conf(text).expect_err(text);
@@ -630,6 +706,31 @@ mod tests {
         }
         let err = conf("bookiePort = 99999").unwrap_err();
         assert!(err.contains("\"99999\"") && err.contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn compaction_keys() {
+        let (c, a) = conf(
+            "minorCompactionThreshold=0.3\nminorCompactionInterval=600\n\
+             majorCompactionThreshold=0.5\nmajorCompactionInterval=-1\n\
+             compactionRateByEntries=50\ncompactionRateByBytes=2000000\nisThrottleByBytes=true\n\
+             logSizeLimit=67108864\ngcWaitTime=300000\nallowStorageExpansion=true",
+        )
+        .unwrap();
+        assert!(a.ignored.is_empty(), "{:?}", a.ignored);
+        assert_eq!(c.gc.minor_threshold, 0.3);
+        assert_eq!(c.gc.minor_interval, Duration::from_secs(600));
+        assert_eq!(c.gc.major_threshold, 0.5);
+        assert!(c.gc.major_interval.is_zero(), "-1 disables");
+        assert_eq!(c.gc.rate_by_entries, 50);
+        assert_eq!(c.gc.rate_by_bytes, 2_000_000);
+        assert!(c.gc.throttle_by_bytes);
+        assert_eq!(c.ledger_store.entry_log_size_bytes, 64 << 20);
+        assert_eq!(c.cluster.gc_wait_time, Duration::from_secs(300));
+        assert!(c.cluster.allow_storage_expansion);
+        // A threshold of 0 (or less) disables that compaction, as in Java.
+        let (c, _) = conf("majorCompactionThreshold=-1").unwrap();
+        assert_eq!(c.gc.major_threshold, 0.0);
     }
 
     #[test]

@@ -55,6 +55,42 @@ pub struct BookieConfig {
     pub http: HttpConfig,
     /// ZooKeeper and bookie-id settings, parsed and validated here, used by the metadata part.
     pub cluster: ClusterConfig,
+    /// Garbage collection and compaction (`*Compaction*` keys; `gcWaitTime` is in `cluster`).
+    pub gc: GcConfig,
+}
+
+/// Entry-log compaction (bookie-semantics.md §4.8), Java's keys and defaults.
+#[derive(Clone, Debug)]
+pub struct GcConfig {
+    /// `minorCompactionThreshold` (0.2) / `minorCompactionInterval` (1 h); ≤ 0 disables.
+    pub minor_threshold: f64,
+    pub minor_interval: Duration,
+    /// `majorCompactionThreshold` (0.8) / `majorCompactionInterval` (1 day); ≤ 0 disables.
+    pub major_threshold: f64,
+    pub major_interval: Duration,
+    /// `compactionRateByEntries` (1000/s), `compactionRateByBytes` (1 MB/s), which one
+    /// applies: `isThrottleByBytes` (false).
+    pub rate_by_entries: u64,
+    pub rate_by_bytes: u64,
+    pub throttle_by_bytes: bool,
+    /// Live bytes one compaction copies before it commits (ours): bounds its memory and how
+    /// much work a crash throws away.
+    pub max_compaction_bytes: u64,
+}
+
+impl Default for GcConfig {
+    fn default() -> GcConfig {
+        GcConfig {
+            minor_threshold: 0.2,
+            minor_interval: Duration::from_secs(3600),
+            major_threshold: 0.8,
+            major_interval: Duration::from_secs(86_400),
+            rate_by_entries: 1000,
+            rate_by_bytes: 1_000_000,
+            throttle_by_bytes: false,
+            max_compaction_bytes: 1 << 30,
+        }
+    }
 }
 
 /// When the bookie turns read-only because of its disks (bookie-semantics.md §3.3).
@@ -149,6 +185,8 @@ pub struct ClusterConfig {
     pub gc_wait_time: Duration,
     pub gc_overreplicated_ledger_wait_time: Duration,
     pub verify_metadata_on_gc: bool,
+    /// `allowStorageExpansion` (false): cookies may gain journal/ledger directories.
+    pub allow_storage_expansion: bool,
 }
 
 impl Default for ClusterConfig {
@@ -171,6 +209,7 @@ impl Default for ClusterConfig {
             gc_wait_time: Duration::from_secs(600),
             gc_overreplicated_ledger_wait_time: Duration::from_secs(86_400),
             verify_metadata_on_gc: false,
+            allow_storage_expansion: false,
         }
     }
 }
@@ -223,6 +262,7 @@ impl Default for BookieConfig {
             disk: DiskConfig::default(),
             http: HttpConfig::default(),
             cluster: ClusterConfig::default(),
+            gc: GcConfig::default(),
         }
     }
 }

@@ -12,9 +12,16 @@
 //! `{"running","readOnly","shuttingDown","availableForHighPriorityWrites"}`,
 //! `/api/v1/bookie/state/readonly` → `{"readOnly":bool}` (PUT the same to switch; 400 when
 //! read-only is forced or read-only mode is disabled), `/api/v1/bookie/info` →
-//! `{"freeSpace","totalSpace"}`. The GC routes exist and answer 501 until ledger GC lands.
+//! `{"freeSpace","totalSpace"}`, `PUT /api/v1/bookie/gc` (optional `{"forceMajor","forceMinor"}`)
+//! → `"Triggered GC on BookieServer: host:port"`, `GET /api/v1/bookie/gc` →
+//! `{"is_in_force_gc":"false"}`, `/api/v1/bookie/gc_details` → one object per shard (Java: per
+//! ledger directory) with Java's fields plus ours (deleted ledgers, reclaimed bytes, usage),
+//! `/api/v1/bookie/gc/suspend_compaction` and `resume_compaction` (PUT
+//! `{"suspendMajor","suspendMinor"}` / `{"resumeMajor","resumeMinor"}`; GET →
+//! `{"isMajorGcSuspended","isMinorGcSuspended"}`).
 
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +29,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use crate::compaction::GcRequest;
 use crate::config::BookieConfig;
+use crate::gc::GcTrigger;
 use crate::metrics::Metrics;
 use crate::readonly::{disk_usage, BookieState};
 use crate::shard::{AdminQuery, ShardHandle};
@@ -37,6 +46,8 @@ pub struct Admin {
     pub metrics: Arc<Metrics>,
     pub config: Arc<BookieConfig>,
     pub shards: Arc<Vec<ShardHandle>>,
+    /// The garbage-collection driver (None only in tests without one).
+    pub gc: Option<GcTrigger>,
 }
 
 /// The running server: stop it by dropping or calling [`HttpServer::stop`].
@@ -270,9 +281,6 @@ pub fn parse_head(head: &[u8]) -> Result<(Request, usize), Response> {
     ))
 }
 
-const GC_NOT_AVAILABLE: &str =
-    "garbage collection is not available yet in this bookie (it comes with the metadata store)";
-
 async fn route(admin: &Admin, r: &Request) -> Response {
     let get = r.method == "GET";
     let put = r.method == "PUT" || r.method == "POST";
@@ -321,13 +329,106 @@ async fn route(admin: &Admin, r: &Request) -> Response {
                 Err(why) => Response::error(400, &why),
             }
         }
-        "/api/v1/bookie/gc" if get || put => Response::error(501, GC_NOT_AVAILABLE),
-        "/api/v1/bookie/gc_details" | "/api/v1/bookie/gc/details" if get => {
-            Response::error(501, GC_NOT_AVAILABLE)
+        "/api/v1/bookie/gc" if put => {
+            // Java: optional {"forceMajor": .., "forceMinor": ..}, booleans or strings.
+            let body = json_body(&r.body);
+            let req = GcRequest {
+                force: true,
+                force_major: json_flag(&body, "forceMajor"),
+                force_minor: json_flag(&body, "forceMinor"),
+            };
+            match &admin.gc {
+                Some(t) if t.trigger(req) => Response::json(
+                    200,
+                    serde_json::json!(format!(
+                        "Triggered GC on BookieServer: {}:{}",
+                        admin.config.bind_address, admin.config.port
+                    )),
+                ),
+                _ => Response::error(503, "garbage collection is not running"),
+            }
         }
+        "/api/v1/bookie/gc" if get => {
+            let forcing = admin.gc.as_ref().is_some_and(|t| t.force_pending())
+                || admin
+                    .metrics
+                    .shards
+                    .iter()
+                    .any(|s| s.gc.force_compacting.load(Relaxed));
+            Response::json(
+                200,
+                serde_json::json!({ "is_in_force_gc": forcing.to_string() }),
+            )
+        }
+        "/api/v1/bookie/gc_details" | "/api/v1/bookie/gc/details" if get => {
+            let list: Vec<serde_json::Value> = admin
+                .metrics
+                .shards
+                .iter()
+                .map(|s| {
+                    let g = &s.gc;
+                    serde_json::json!({
+                        "forceCompacting": g.force_compacting.load(Relaxed),
+                        "majorCompacting": g.major_compacting.load(Relaxed),
+                        "minorCompacting": g.minor_compacting.load(Relaxed),
+                        "lastMajorCompactionTime": g.last_major_ms.load(Relaxed),
+                        "lastMinorCompactionTime": g.last_minor_ms.load(Relaxed),
+                        "majorCompactionCounter": g.major_count.load(Relaxed),
+                        "minorCompactionCounter": g.minor_count.load(Relaxed),
+                        "deletedLedgers": g.deleted_ledgers.load(Relaxed),
+                        "reclaimedDeletionBytes": g.reclaimed_deletion_bytes.load(Relaxed),
+                        "reclaimedCompactionBytes": g.reclaimed_compaction_bytes.load(Relaxed),
+                        "entryLogUsage": g.usage_ppm.load(Relaxed) as f64 / 1e6,
+                    })
+                })
+                .collect();
+            Response::json(200, serde_json::Value::Array(list))
+        }
+        "/api/v1/bookie/gc/suspend_compaction" | "/api/v1/bookie/gc/resume_compaction" if put => {
+            let body = json_body(&r.body);
+            let ctl = &admin.metrics.gc_control;
+            let suspend = r.path.ends_with("suspend_compaction");
+            let (major, minor) = if suspend {
+                ("suspendMajor", "suspendMinor")
+            } else {
+                ("resumeMajor", "resumeMinor")
+            };
+            if json_flag(&body, major) {
+                ctl.suspend_major.store(suspend, Relaxed);
+            }
+            if json_flag(&body, minor) {
+                ctl.suspend_minor.store(suspend, Relaxed);
+            }
+            gc_suspension(admin)
+        }
+        "/api/v1/bookie/gc/suspend_compaction" if get => gc_suspension(admin),
         "/api/v1/bookie/list_ledgers" if get => list_ledgers(admin).await,
         _ => Response::error(404, "not found"),
     }
+}
+
+fn json_body(body: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(body).unwrap_or(serde_json::Value::Null)
+}
+
+/// A flag of a Java admin body: `true` or `"true"`.
+fn json_flag(body: &serde_json::Value, key: &str) -> bool {
+    match body.get(key) {
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(serde_json::Value::String(s)) => s.eq_ignore_ascii_case("true"),
+        _ => false,
+    }
+}
+
+fn gc_suspension(admin: &Admin) -> Response {
+    let ctl = &admin.metrics.gc_control;
+    Response::json(
+        200,
+        serde_json::json!({
+            "isMajorGcSuspended": ctl.suspend_major.load(Relaxed).to_string(),
+            "isMinorGcSuspended": ctl.suspend_minor.load(Relaxed).to_string(),
+        }),
+    )
 }
 
 fn readonly_state(state: &BookieState) -> Response {

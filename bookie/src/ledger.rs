@@ -176,6 +176,8 @@ pub struct LedgerTable {
     cached_bytes: usize,
     frozen_bytes: usize,
     cache_limit_bytes: usize,
+    /// Ledgers deleted since the last freeze: the next flush persists them as tombstones.
+    deleted: Vec<i64>,
 }
 
 fn entry_lac(body: &[u8]) -> Option<i64> {
@@ -191,6 +193,7 @@ impl LedgerTable {
             cached_bytes: 0,
             frozen_bytes: 0,
             cache_limit_bytes,
+            deleted: Vec::new(),
         }
     }
 
@@ -232,6 +235,13 @@ impl LedgerTable {
                 explicit_lac: l.explicit_lac.clone(),
                 last_entry: l.persisted_last.map(|v| v as u64),
                 lac: (l.lac >= 0).then_some(l.lac as u64),
+            });
+        }
+        for id in self.deleted.drain(..) {
+            ledgers.push(entrylog::LedgerMeta {
+                ledger: id as u64,
+                deleted: true,
+                ..entrylog::LedgerMeta::default()
             });
         }
         let entries = Arc::new(frozen);
@@ -282,6 +292,24 @@ impl LedgerTable {
 
     pub fn get(&self, ledger: i64) -> Option<&Ledger> {
         self.ledgers.get(&ledger)
+    }
+
+    /// Drops a ledger whose metadata is gone from the cluster (garbage collection): its cached
+    /// entries go now, and the next freeze carries a tombstone so ledger storage drops the
+    /// rest. Returns whether the ledger was here.
+    pub fn delete(&mut self, ledger: i64) -> bool {
+        let Some(l) = self.ledgers.remove(&ledger) else {
+            return false;
+        };
+        let bytes: usize = l.entries.values().map(|b| b.len()).sum();
+        self.cached_bytes = self.cached_bytes.saturating_sub(bytes);
+        self.deleted.push(ledger);
+        true
+    }
+
+    /// Deletions not yet handed to a flush.
+    pub fn has_pending_deletes(&self) -> bool {
+        !self.deleted.is_empty()
     }
 
     /// The ids of the ledgers in the table.
@@ -1037,6 +1065,34 @@ mod tests {
 
     /// Freezing hands every cached entry and every ledger's metadata to a flush; the frozen
     /// entries stay readable until the flush is done, and afterwards reads go to the disk.
+    /// A deleted ledger is gone at once (ENOLEDGER, cache bytes freed), and the next freeze
+    /// carries its tombstone; deleting an unknown ledger does nothing.
+    #[test]
+    fn delete_frees_the_cache_and_freezes_a_tombstone() {
+        let mut t = LedgerTable::new(1 << 20);
+        for e in 0..3 {
+            t.add(5, e, &key(1), body(5, e, e - 1), false, 0);
+            t.add(6, e, &key(1), body(6, e, e - 1), false, 0);
+        }
+        let before = t.cached_bytes();
+        assert!(t.delete(5));
+        assert!(!t.delete(5));
+        assert!(!t.delete(77));
+        assert!(t.has_pending_deletes());
+        assert_eq!(t.cached_bytes(), before / 2);
+        assert_eq!(
+            status(&t.read(5, 0, None, None, None, None, true)),
+            StatusCode::ENOLEDGER
+        );
+        let batch = t.freeze(10).expect("a batch");
+        assert!(!t.has_pending_deletes());
+        let tomb: Vec<_> = batch.ledgers.iter().filter(|m| m.deleted).collect();
+        assert_eq!(tomb.len(), 1);
+        assert_eq!(tomb[0].ledger, 5);
+        assert!(!batch.entries.contains_key(&5));
+        assert_eq!(batch.entries[&6].len(), 3);
+    }
+
     #[test]
     fn freeze_then_disk_reads() {
         let mut t = LedgerTable::new(1 << 30);

@@ -13,18 +13,33 @@
 use std::path::PathBuf;
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use entrylog::{FlushStats, LedgerStore, LedgerStoreConfig, ReadView, Reader, Recovered};
 use net::{availability, Response, ResponseFrame, ResponseHeader, StatusCode};
 use storage::RealStorage;
 use tokio::sync::mpsc;
 
+use crate::compaction::{GcRequest, GcRunner, STEP_PAUSE};
+use crate::config::{BookieConfig, GcConfig};
 use crate::ledger::{DiskRead, FrozenBatch, FrozenEntries, LedgerTable};
+use crate::metrics::Metrics;
 use crate::paced::Paced;
 use crate::shard::{RemoteReply, ShardHandle};
 
-/// The outcome of one flush.
-pub type FlushDone = Result<(u64, Arc<ReadView>, FlushStats), String>;
+/// What the flush thread tells its shard.
+pub enum StoreEvent {
+    /// A flush completed: its entries are in the store, the journal may go up to `mark`.
+    Flushed {
+        mark: u64,
+        view: Arc<ReadView>,
+        stats: FlushStats,
+    },
+    /// Garbage collection published a new view (read through it from now on).
+    View(Arc<ReadView>),
+    /// A flush or garbage collection failed: the shard turns read-only.
+    Failed(String),
+}
 
 /// Work for a flush thread.
 pub enum FlushJob {
@@ -32,6 +47,8 @@ pub enum FlushJob {
     Flush(FrozenBatch),
     /// Free the entries of a cache whose flush completed.
     Dispose(FrozenEntries),
+    /// Collect garbage (after the flush that persisted the latest deletions).
+    Gc(GcRequest),
 }
 
 /// A cache-miss read and where its reply goes.
@@ -57,19 +74,22 @@ pub struct LedgerStorageLink {
 pub fn start(
     shard: usize,
     dir: PathBuf,
-    config: LedgerStoreConfig,
-    flush_rate_bytes_per_sec: u64,
-    force_psync: bool,
+    bookie: &BookieConfig,
     peers: Arc<Vec<ShardHandle>>,
-    read_queue: usize,
+    metrics: Arc<Metrics>,
 ) -> Result<
     (
         LedgerStorageLink,
         Recovered,
-        mpsc::UnboundedReceiver<FlushDone>,
+        mpsc::UnboundedReceiver<StoreEvent>,
     ),
     String,
 > {
+    let config: LedgerStoreConfig = bookie.ledger_store.clone();
+    let flush_rate_bytes_per_sec = bookie.flush_rate_bytes_per_sec;
+    let force_psync = bookie.force_psync;
+    let read_queue = bookie.read_queue;
+    let gc: (GcConfig, Arc<Metrics>) = (bookie.gc.clone(), metrics);
     let (opened_tx, opened_rx) = std_mpsc::channel();
     let (jobs_tx, jobs_rx) = std_mpsc::channel::<FlushJob>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
@@ -98,25 +118,63 @@ pub fn start(
                     return;
                 }
             };
-            while let Ok(job) = jobs_rx.recv() {
+            let mut gc = GcRunner::new(shard, gc.0, gc.1);
+            loop {
+                // Flush jobs first; a compaction in progress steps when none waits.
+                // Files retired by GC go once no reader's view holds them: look again soon.
+                let wait = if gc.active() {
+                    Some(STEP_PAUSE)
+                } else if store.retired_files() > 0 {
+                    Some(Duration::from_secs(1))
+                } else {
+                    None
+                };
+                let job = if let Some(wait) = wait {
+                    match jobs_rx.recv_timeout(wait) {
+                        Ok(job) => Some(job),
+                        Err(std_mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                } else {
+                    match jobs_rx.recv() {
+                        Ok(job) => Some(job),
+                        Err(_) => break,
+                    }
+                };
                 let frozen = match job {
-                    FlushJob::Flush(frozen) => frozen,
+                    None => {
+                        if gc.active() {
+                            gc.step(&mut store, &done_tx);
+                        }
+                        store.collect_garbage();
+                        continue;
+                    }
+                    Some(FlushJob::Flush(frozen)) => frozen,
                     // Freed here: dropping a flushed cache's entries is work for this thread.
-                    FlushJob::Dispose(entries) => {
+                    Some(FlushJob::Dispose(entries)) => {
                         drop(entries);
+                        continue;
+                    }
+                    Some(FlushJob::Gc(req)) => {
+                        gc.request(req, &mut store, &done_tx);
                         continue;
                     }
                 };
                 let batch = frozen.to_flush_batch();
                 drop(frozen);
-                let done = store
-                    .flush(&batch)
-                    .map(|stats| (batch.journal_mark, store.snapshot(), stats))
-                    .map_err(|e| format!("flush of {}: {e}", flush_dir.display()));
-                if done_tx.send(done).is_err() {
-                    return;
+                let event = match store.flush(&batch) {
+                    Ok(stats) => StoreEvent::Flushed {
+                        mark: batch.journal_mark,
+                        view: store.snapshot(),
+                        stats,
+                    },
+                    Err(e) => StoreEvent::Failed(format!("flush of {}: {e}", flush_dir.display())),
+                };
+                if done_tx.send(event).is_err() {
+                    break;
                 }
             }
+            gc.abort(&mut store);
         })
         .map_err(|e| format!("cannot start the flush thread: {e}"))?;
     let (recovered, view) = opened_rx

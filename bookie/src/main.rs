@@ -13,9 +13,11 @@
 //!   mismatch, 4 when the registration fails.
 
 mod cluster;
+mod compaction;
 mod conf;
 mod config;
 mod conn;
+mod gc;
 mod http;
 mod inspect;
 mod ledger;

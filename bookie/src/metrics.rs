@@ -15,7 +15,7 @@
 //! Prometheus histograms (per-stage latency, in milliseconds).
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -229,6 +229,38 @@ pub struct ShardMetrics {
     pub journal_flush_bytes: AtomicU64,
     pub journal_flush_entries: AtomicU64,
     pub journal_flush_queue_empty: AtomicU64,
+    /// Garbage collection of this shard's ledger storage (its flush thread writes it).
+    pub gc: GcStatus,
+}
+
+/// One shard's garbage collection, for `/api/v1/bookie/gc_details` and the GC metrics.
+#[derive(Default)]
+pub struct GcStatus {
+    pub force_compacting: AtomicBool,
+    pub major_compacting: AtomicBool,
+    pub minor_compacting: AtomicBool,
+    /// ms since the epoch (0: never).
+    pub last_major_ms: AtomicU64,
+    pub last_minor_ms: AtomicU64,
+    pub major_count: AtomicU64,
+    pub minor_count: AtomicU64,
+    /// Ledgers dropped because their metadata is gone from the cluster.
+    pub deleted_ledgers: AtomicU64,
+    /// Bytes of segments dropped whole (nothing live left in them).
+    pub reclaimed_deletion_bytes: AtomicU64,
+    /// Bytes given back by compaction.
+    pub reclaimed_compaction_bytes: AtomicU64,
+    pub compacted_entries: AtomicU64,
+    /// Live fraction of the shard's segments at the last collection, in parts per million.
+    pub usage_ppm: AtomicU64,
+}
+
+/// Operator switches of garbage collection (`/api/v1/bookie/gc/suspend_compaction`, ...),
+/// read by every shard's flush thread.
+#[derive(Default)]
+pub struct GcControl {
+    pub suspend_major: AtomicBool,
+    pub suspend_minor: AtomicBool,
 }
 
 impl ShardMetrics {
@@ -281,6 +313,7 @@ fn add_or_read(op: Op) -> Option<usize> {
 /// All shards' metrics.
 pub struct Metrics {
     pub shards: Vec<ShardMetrics>,
+    pub gc_control: GcControl,
 }
 
 const QUANTILES: [f64; 7] = [0.5, 0.75, 0.95, 0.99, 0.999, 0.9999, 1.0];
@@ -289,6 +322,7 @@ impl Metrics {
     pub fn new(shards: usize) -> Metrics {
         Metrics {
             shards: (0..shards).map(|_| ShardMetrics::default()).collect(),
+            gc_control: GcControl::default(),
         }
     }
 
@@ -348,6 +382,28 @@ impl Metrics {
             "",
             self.sum(|s| s.read_bytes.load(Ordering::Relaxed)),
         );
+        // Garbage collection, Java's `bookie_gc_*` names.
+        type GcPick = fn(&GcStatus) -> &AtomicU64;
+        let gc_series: [(&str, GcPick); 6] = [
+            ("bookie_gc_MAJOR_COMPACTION_TOTAL", |g| &g.major_count),
+            ("bookie_gc_MINOR_COMPACTION_TOTAL", |g| &g.minor_count),
+            ("bookie_gc_DELETED_LEDGER_TOTAL", |g| &g.deleted_ledgers),
+            ("bookie_gc_RECLAIMED_COMPACTION_SPACE_BYTES", |g| {
+                &g.reclaimed_compaction_bytes
+            }),
+            ("bookie_gc_RECLAIMED_DELETION_SPACE_BYTES", |g| {
+                &g.reclaimed_deletion_bytes
+            }),
+            ("bookie_rs_gc_compacted_entries", |g| &g.compacted_entries),
+        ];
+        for (name, pick) in gc_series {
+            counter(
+                o,
+                name,
+                "",
+                self.sum(|s| pick(&s.gc).load(Ordering::Relaxed)),
+            );
+        }
         let _ = writeln!(o, "# TYPE bookie_journal_JOURNAL_ADD_ENTRY summary");
         for (j, s) in self.shards.iter().enumerate() {
             let mut m = Merged::new();

@@ -128,12 +128,37 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             Err(e) => failure = Some(format!("cannot start the disk checker: {e}")),
         }
     }
+    let mut gc = None;
+    let mut gc_trigger = None;
+    if failure.is_none() {
+        let metadata = if config.cluster.has_metadata_store() {
+            match crate::cluster::metadata_config(&config) {
+                Ok(m) => Some(m),
+                Err(f) => {
+                    failure = Some(f.message);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if failure.is_none() {
+            match crate::gc::start(config.cluster.gc_wait_time, metadata, peers.clone()) {
+                Ok((driver, trigger)) => {
+                    gc = Some(driver);
+                    gc_trigger = Some(trigger);
+                }
+                Err(e) => failure = Some(e),
+            }
+        }
+    }
     if failure.is_none() && config.http.enabled {
         let admin = Admin {
             state: state.clone(),
             metrics: metrics.clone(),
             config: config.clone(),
             shards: peers.clone(),
+            gc: gc_trigger.clone(),
         };
         match HttpServer::start(admin, &config.http.host, config.http.port) {
             Ok(server) => {
@@ -188,6 +213,8 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     if let Some(server) = http.take() {
         server.stop();
     }
+    drop(gc_trigger);
+    drop(gc.take());
     let _ = stop_tx.send(true);
     for t in threads {
         let _ = t.join();
@@ -315,6 +342,10 @@ fn shard_main(
                     AdminQuery::ListLedgers(answer) => {
                         let _ = answer.send(s.borrow().ledger_ids());
                     }
+                    AdminQuery::DeleteLedgers(ids, answer) => {
+                        let _ = answer.send(s.borrow_mut().delete_ledgers(&ids));
+                    }
+                    AdminQuery::Gc(req) => s.borrow_mut().request_gc(req),
                 }
             }
         });

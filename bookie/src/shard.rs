@@ -24,10 +24,11 @@ use net::{
 use storage::{DriverKind, RealStorage, Storage};
 use tokio::sync::mpsc;
 
+use crate::compaction::GcRequest;
 use crate::config::BookieConfig;
 use crate::conn::Conn;
 use crate::ledger::{Answer, Decision, DiskRead, LedgerTable};
-use crate::ledger_storage::{self, FlushDone, FlushJob, LedgerStorageLink, ReadJob};
+use crate::ledger_storage::{self, FlushJob, LedgerStorageLink, ReadJob, StoreEvent};
 use crate::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
 use crate::readonly::BookieState;
 use crate::record::{JournalRecord, HEADER_MAX};
@@ -54,6 +55,11 @@ pub struct RemoteReply {
 pub enum AdminQuery {
     /// The ids of the ledgers the shard holds.
     ListLedgers(tokio::sync::oneshot::Sender<Vec<i64>>),
+    /// Garbage collection: drop these ledgers (deleted from the cluster); answers how many
+    /// were here.
+    DeleteLedgers(Vec<i64>, tokio::sync::oneshot::Sender<usize>),
+    /// Garbage collection: collect and maybe compact after the next flush.
+    Gc(GcRequest),
 }
 
 /// How other shards reach this one.
@@ -188,6 +194,9 @@ pub struct Shard {
     metrics: Arc<Metrics>,
     store: LedgerStorageLink,
     flushing: bool,
+    /// Garbage collection asked for, sent to the flush thread after the next flush (which
+    /// carries the latest deletions).
+    gc_request: Option<GcRequest>,
     last_flush: Instant,
     flush_threshold_bytes: usize,
     flush_interval: Duration,
@@ -209,7 +218,7 @@ impl Shard {
         peers: Arc<Vec<ShardHandle>>,
         state: Arc<BookieState>,
         metrics: Arc<Metrics>,
-    ) -> Result<(Shard, mpsc::UnboundedReceiver<FlushDone>), String> {
+    ) -> Result<(Shard, mpsc::UnboundedReceiver<StoreEvent>), String> {
         let journal_dir = config.journal_dir.join(format!("shard-{id}"));
         let ledger_dir = config.ledger_dir.join(format!("shard-{id}"));
         std::fs::create_dir_all(&ledger_dir)
@@ -231,11 +240,9 @@ impl Shard {
         let (store, recovered, flush_done) = ledger_storage::start(
             id,
             ledger_dir.clone(),
-            config.ledger_store.clone(),
-            config.flush_rate_bytes_per_sec,
-            config.force_psync,
+            config,
             peers.clone(),
-            config.read_queue,
+            metrics.clone(),
         )?;
         let mark = recovered.journal_mark;
         let mut table = LedgerTable::new(config.write_cache_bytes);
@@ -292,6 +299,7 @@ impl Shard {
             metrics,
             store,
             flushing: false,
+            gc_request: None,
             last_flush: Instant::now(),
             flush_threshold_bytes: config
                 .flush_threshold_bytes
@@ -653,7 +661,9 @@ impl Shard {
         }
         let cached = self.table.cached_bytes();
         let due = cached >= self.flush_threshold_bytes
-            || (cached > 0 && self.last_flush.elapsed() >= self.flush_interval);
+            || (cached > 0 && self.last_flush.elapsed() >= self.flush_interval)
+            || self.table.has_pending_deletes()
+            || self.gc_request.is_some();
         if !due {
             return;
         }
@@ -661,20 +671,46 @@ impl Shard {
         if let Some(batch) = self.table.freeze(mark) {
             self.flushing = true;
             self.last_flush = Instant::now();
-            if self.store.flush_jobs.send(FlushJob::Flush(batch)).is_err() {
+            let mut sent = self.store.flush_jobs.send(FlushJob::Flush(batch)).is_ok();
+            if let Some(req) = self.gc_request.take() {
+                sent &= self.store.flush_jobs.send(FlushJob::Gc(req)).is_ok();
+            }
+            if !sent {
                 log::error!("shard {}: the flush thread is gone; read-only", self.id);
                 self.set_failed("the flush thread is gone");
             }
         }
     }
 
+    /// Garbage collection found these ledgers deleted from the cluster: drop them here (the
+    /// next flush persists the tombstones). Returns how many this shard held.
+    pub fn delete_ledgers(&mut self, ids: &[i64]) -> usize {
+        let deleted = ids.iter().filter(|&&id| self.table.delete(id)).count();
+        if deleted > 0 {
+            log::info!("shard {}: gc: {deleted} deleted ledgers dropped", self.id);
+            self.metrics.shards[self.id]
+                .gc
+                .deleted_ledgers
+                .fetch_add(deleted as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.maybe_flush();
+        deleted
+    }
+
+    /// Asks for a garbage collection after the next flush.
+    pub fn request_gc(&mut self, req: GcRequest) {
+        self.gc_request = Some(self.gc_request.unwrap_or_default().merge(req));
+        self.maybe_flush();
+    }
+
     /// A flush finished: its entries are served from ledger storage now, and the journal up to
     /// its mark is no longer needed (checkpoint order: entry log, index, metadata, manifest with
     /// the mark, all durable — then the journal is trimmed).
-    pub fn flush_done(&mut self, done: FlushDone) {
-        self.flushing = false;
-        match done {
-            Ok((mark, view, stats)) => {
+    pub fn flush_done(&mut self, event: StoreEvent) {
+        match event {
+            StoreEvent::View(view) => self.store.view = view,
+            StoreEvent::Flushed { mark, view, stats } => {
+                self.flushing = false;
                 log::debug!("shard {}: flushed {stats:?}, mark {mark}", self.id);
                 self.store.view = view;
                 if let Some(entries) = self.table.flush_done() {
@@ -686,9 +722,10 @@ impl Shard {
                     self.set_failed("journal trim failed");
                 }
             }
-            Err(err) => {
+            StoreEvent::Failed(err) => {
+                self.flushing = false;
                 log::error!("shard {}: {err}; the shard is read-only now", self.id);
-                self.set_failed("ledger storage flush failed");
+                self.set_failed("ledger storage failed");
             }
         }
     }

@@ -287,3 +287,205 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
     unsafe { libc::kill(b.child.id() as i32, libc::SIGTERM) };
     assert_eq!(b.child.wait().expect("wait").code(), Some(0));
 }
+
+/// Sum of the sizes of the entry-log segment files under `dir` (all shards).
+fn entry_log_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    for shard in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(shard.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if f.path().extension().is_some_and(|e| e == "log") {
+                total += f.metadata().map(|m| m.len()).unwrap_or(0);
+            }
+        }
+    }
+    total
+}
+
+fn ledger_znode(id: u64) -> String {
+    let s = format!("{id:010}");
+    format!("/ledgers/{}/{}/L{}", &s[0..2], &s[2..6], &s[6..10])
+}
+
+/// Deleted-ledger GC against a real ZooKeeper: ledgers whose metadata znodes are deleted are
+/// dropped by a forced GC (PUT /api/v1/bookie/gc), their entries vanish (ENOLEDGER), entry-log
+/// space is reclaimed by compaction, the survivors read back byte for byte before and after a
+/// restart, and /api/v1/bookie/gc_details and /metrics show it.
+#[test]
+fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
+    let Some(zk) = Zk::start("gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space") else {
+        return;
+    };
+    let dir = common::tempdir("bookie-gc-");
+    let conf = dir.path().join("bk_server.conf");
+    let (port, http_port) = (free_port(), free_port());
+    let journal = dir.path().join("journal");
+    let ledgers = dir.path().join("ledgers");
+    write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
+    // Small entry logs, a quick flush, compaction not throttled, no GC of its own.
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str(
+        "logSizeLimit=1048576\nflushInterval=200\ngcWaitTime=3600000\n\
+         isThrottleByBytes=true\ncompactionRateByBytes=500000000\n",
+    );
+    std::fs::write(&conf, text).unwrap();
+    let init = Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .args(["initnewcluster", "--conf"])
+        .arg(&conf)
+        .output()
+        .expect("bookie initnewcluster");
+    assert!(init.status.success());
+    // Ledgers 1..=6 exist in the cluster's metadata (hierarchical layout).
+    let cfg = MetadataConfig::for_cluster(&zk.servers(), "/ledgers");
+    let rt = runtime();
+    let client = rt
+        .block_on(zk::connect(&cfg))
+        .expect("connect to ZooKeeper");
+    let mode = metadata::zookeeper::CreateMode::Persistent
+        .with_acls(metadata::zookeeper::Acls::anyone_all());
+    rt.block_on(async {
+        client.mkdir("/ledgers/00/0000", &mode).await.unwrap();
+        for l in 1..=6u64 {
+            client
+                .create(&ledger_znode(l), b"meta", &mode)
+                .await
+                .unwrap();
+        }
+    });
+
+    let id = format!("127.0.0.1:{port}");
+    let start = || Running {
+        child: bookie(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the bookie"),
+    };
+    let mut b = start();
+    wait_for("the registration", || {
+        list_bookies(&zk).writable == [id.clone()]
+    });
+    let mut c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
+        .expect("connect to the bookie");
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    // Interleaved, so every entry-log segment holds all six ledgers: 6 × 400 × 2 KiB ≈ 5 MiB.
+    let payload = vec![0xabu8; 2048];
+    let body = |l: i64, e: i64| entry(l, e, e - 1, &payload);
+    for e in 0..400i64 {
+        for l in 1..=6i64 {
+            let r = c
+                .call_v3(
+                    Request::AddEntry {
+                        ledger_id: l,
+                        entry_id: e,
+                        master_key: Bytes::from(vec![7u8; 20]),
+                        body: body(l, e),
+                        recovery: false,
+                        write_flags: None,
+                    },
+                    None,
+                )
+                .expect("add")
+                .response;
+            assert_eq!(r.status(), StatusCode::EOK);
+        }
+    }
+    // Everything flushed: the entry logs stop growing.
+    let mut last = 0;
+    wait_for("the flush to entry logs", || {
+        std::thread::sleep(Duration::from_millis(700));
+        let now = entry_log_bytes(&ledgers);
+        let stable = now == last && now > 4 << 20;
+        last = now;
+        stable
+    });
+    let before = last;
+
+    // Ledgers 1..=5 are deleted by a client: only their znodes go.
+    rt.block_on(async {
+        for l in 1..=5u64 {
+            client.delete(&ledger_znode(l), None).await.unwrap();
+        }
+    });
+    let (code, body_text) = http(
+        http_port,
+        "PUT",
+        "/api/v1/bookie/gc",
+        "{\"forceMajor\":true}",
+    );
+    assert_eq!(code, 200, "{body_text}");
+    assert!(body_text.contains("Triggered GC"), "{body_text}");
+    let details = || {
+        let (code, text) = http(http_port, "GET", "/api/v1/bookie/gc_details", "");
+        assert_eq!(code, 200, "{text}");
+        serde_json::from_str::<serde_json::Value>(&text).expect("gc_details is JSON")
+    };
+    let sum = |v: &serde_json::Value, k: &str| -> u64 {
+        v.as_array()
+            .expect("a list per shard")
+            .iter()
+            .map(|s| s[k].as_u64().unwrap_or(0))
+            .sum()
+    };
+    wait_for("the forced major compaction", || {
+        let d = details();
+        sum(&d, "deletedLedgers") == 5 && sum(&d, "majorCompactionCounter") >= 2
+    });
+    let d = details();
+    let reclaimed = sum(&d, "reclaimedCompactionBytes") + sum(&d, "reclaimedDeletionBytes");
+    // Ledger 6 is a sixth of the data: the files of the old segments go once no reader holds
+    // them (within a second or so).
+    wait_for("the old entry logs to be removed", || {
+        entry_log_bytes(&ledgers) * 3 < before
+    });
+    let after = entry_log_bytes(&ledgers);
+    eprintln!("gc: entry logs {before} -> {after} bytes, reclaimed {reclaimed}; {d}");
+    assert!(reclaimed > before / 2, "{reclaimed} of {before}");
+    let (_, metrics) = http(http_port, "GET", "/metrics", "");
+    assert!(
+        metrics.contains("bookie_gc_DELETED_LEDGER_TOTAL 5"),
+        "no GC metrics"
+    );
+    let (_, gc_state) = http(http_port, "GET", "/api/v1/bookie/gc", "");
+    assert!(gc_state.contains("is_in_force_gc"), "{gc_state}");
+
+    let check = |c: &mut BlockingClient| {
+        for l in 1..=5i64 {
+            let r = c.call_v3(read(l, 7), None).expect("read").response;
+            assert_eq!(r.status(), StatusCode::ENOLEDGER, "ledger {l}");
+        }
+        for e in 0..400i64 {
+            let r = c.call_v3(read(6, e), None).expect("read").response;
+            match r {
+                Response::ReadEntry { status, body, .. } => {
+                    assert_eq!(status, StatusCode::EOK, "entry 6:{e}");
+                    assert_eq!(body.as_deref(), Some(&body_of(6, e, &payload)[..]));
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    };
+    check(&mut c);
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(b.child.id() as i32, libc::SIGTERM) };
+    assert_eq!(b.child.wait().expect("wait").code(), Some(0));
+    let _b = start();
+    wait_for("the registration after a restart", || {
+        list_bookies(&zk).writable == [id.clone()]
+    });
+    let mut c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
+        .expect("connect to the bookie");
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    check(&mut c);
+}
+
+fn body_of(l: i64, e: i64, payload: &[u8]) -> Bytes {
+    entry(l, e, e - 1, payload)
+}

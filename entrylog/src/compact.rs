@@ -298,6 +298,17 @@ impl<S: Storage> LedgerStore<S> {
         c: &mut Compaction,
         budget_bytes: u64,
     ) -> Result<Step, StoreError> {
+        self.compact_step_limited(c, budget_bytes, usize::MAX)
+    }
+
+    /// [`compact_step`](Self::compact_step) that also stops after `max_entries` entries (the
+    /// bookie's `compactionRateByEntries`).
+    pub fn compact_step_limited(
+        &mut self,
+        c: &mut Compaction,
+        budget_bytes: u64,
+        max_entries: usize,
+    ) -> Result<Step, StoreError> {
         if self.stopped {
             return Err(StoreError::Stopped);
         }
@@ -307,7 +318,9 @@ impl<S: Storage> LedgerStore<S> {
         let mut files: HashMap<u32, FileId> = HashMap::new();
         let mut copied = 0u64;
         let read = (|| {
-            while c.next < c.records.len() && (batch.is_empty() || copied < budget_bytes) {
+            while c.next < c.records.len()
+                && (batch.is_empty() || (copied < budget_bytes && batch.len() < max_entries))
+            {
                 let r = c.records[c.next];
                 c.next += 1;
                 if deleted.contains(&r.ledger) {

@@ -407,6 +407,11 @@ impl<S: Storage> LedgerStore<S> {
         &self.ledgers
     }
 
+    /// The store stopped after a failure at or after a commit point: reopen it.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
     /// The current manifest (for tools and tests).
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
