@@ -24,6 +24,8 @@ use net::{Request, Response, StatusCode};
 struct Zk {
     dir: tempfile::TempDir,
     port: u16,
+    /// The data of a server replaced by [`Zk::swap`].
+    other: Option<tempfile::TempDir>,
 }
 
 fn zk_script(cmd: &str, dir: &Path) -> String {
@@ -65,11 +67,39 @@ impl Zk {
         let port = zk_script("start", dir.path())
             .parse()
             .expect("scripts/zk prints the port");
-        Some(Zk { dir, port })
+        Some(Zk {
+            dir,
+            port,
+            other: None,
+        })
     }
 
     fn servers(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Stops this server and starts another on the same port: an empty one the first time
+    /// (the metadata wiped), the original one again the next time.
+    fn swap(&mut self) {
+        zk_script("stop", self.dir.path());
+        let next = self
+            .other
+            .take()
+            .unwrap_or_else(|| common::tempdir("bookie-cluster-"));
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/zk");
+        let out = Command::new("bash")
+            .arg(script)
+            .arg("start")
+            .arg(next.path())
+            .arg(self.port.to_string())
+            .output()
+            .expect("run scripts/zk");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.other = Some(std::mem::replace(&mut self.dir, next));
     }
 }
 
@@ -488,4 +518,94 @@ fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
 
 fn body_of(l: i64, e: i64, payload: &[u8]) -> Bytes {
     entry(l, e, e - 1, payload)
+}
+
+/// A registration that cannot be restored ends the bookie with exit code 4: ZooKeeper is
+/// replaced by an empty server on the same address (the metadata wiped), so the old session is
+/// expired and re-registering fails for want of the cluster's znodes. When the real server is
+/// back, the bookie starts again and the adds acknowledged before read back.
+#[test]
+fn lost_registration_exits_with_code_4() {
+    let Some(mut zk) = Zk::start("lost_registration_exits_with_code_4") else {
+        return;
+    };
+    let dir = common::tempdir("bookie-expiry-");
+    let conf = dir.path().join("bk_server.conf");
+    let (port, http_port) = (free_port(), free_port());
+    let journal = dir.path().join("journal");
+    let ledgers = dir.path().join("ledgers");
+    write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text = text.replace("zkTimeout=6000", "zkTimeout=4000");
+    std::fs::write(&conf, text).unwrap();
+    let init = |conf: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_bookie"))
+            .args(["initnewcluster", "--conf"])
+            .arg(conf)
+            .output()
+            .expect("bookie initnewcluster");
+        assert!(out.status.success());
+    };
+    init(&conf);
+    let id = format!("127.0.0.1:{port}");
+    let mut b = Running {
+        child: bookie(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the bookie"),
+    };
+    wait_for("the registration", || {
+        list_bookies(&zk).writable == [id.clone()]
+    });
+    let mut c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
+        .expect("connect to the bookie");
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    for e in 0..5 {
+        let r = c.call_v3(add(11, e), None).expect("add").response;
+        assert_eq!(r.status(), StatusCode::EOK);
+    }
+    zk.swap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = b.child.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the bookie did not exit after losing its registration"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(4), "exit status {status}");
+
+    // The cluster's ZooKeeper comes back: the bookie starts again with its data.
+    zk.swap();
+    let _b = Running {
+        child: bookie(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the bookie"),
+    };
+    // The old session's node may still be listed until the server expires it: wait for the
+    // new bookie to answer instead.
+    let mut c = None;
+    wait_for("the bookie to serve again", || {
+        c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default()).ok();
+        c.is_some()
+    });
+    let mut c = c.expect("connected");
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    for e in 0..5 {
+        let r = c.call_v3(read(11, e), None).expect("read").response;
+        assert_eq!(r.status(), StatusCode::EOK, "entry {e}");
+    }
+    wait_for("the registration after ZooKeeper came back", || {
+        list_bookies(&zk).writable == [id.clone()]
+    });
 }
