@@ -25,6 +25,8 @@ public abstract class Bookie {
     /** Extra or overriding bk_server.conf keys. */
     public final Map<String, String> extraConf = new LinkedHashMap<>();
     protected Process proc;
+    /** The ZooKeeper session of a registration left behind by a SIGKILL (0: none). */
+    private volatile long staleOwner;
     /** Whether the scenario expects this bookie up (for the end-of-scenario checks). */
     public volatile boolean expectUp;
 
@@ -114,7 +116,8 @@ public abstract class Bookie {
                 throw new IllegalStateException(name + " exited with " + (proc == null ? "?" : proc.exitValue())
                         + " before registering; log tail:\n" + logTail(40));
             }
-            if (cluster.isRegistered(id()) && readyExtra()) {
+            long owner = cluster.registrationOwner(id());
+            if (owner != 0 && owner != staleOwner && readyExtra()) {
                 return;
             }
             Thread.sleep(100);
@@ -135,6 +138,7 @@ public abstract class Bookie {
     /** Crash: SIGKILL. */
     public synchronized void kill() {
         expectUp = false;
+        staleOwner = cluster.registrationOwner(id());
         Procs.kill(proc);
     }
 

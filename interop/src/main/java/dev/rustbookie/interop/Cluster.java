@@ -66,7 +66,14 @@ public final class Cluster implements AutoCloseable {
         return "zk+hierarchical://" + zk.servers() + root;
     }
 
-    public RustBookie addRust() {
+    /**
+     * The bookie under test: ours, or a Java one when -Dinterop.impl=java (to check a scenario
+     * itself against the reference implementation).
+     */
+    public Bookie addRust() {
+        if ("java".equals(System.getProperty("interop.impl", System.getenv("INTEROP_IMPL")))) {
+            return addJava();
+        }
         RustBookie b = new RustBookie(this, "rust" + (count(false) + 1));
         bookies.add(b);
         return b;
@@ -138,6 +145,21 @@ public final class Cluster implements AutoCloseable {
         } catch (Exception e) {
             return false;
         }
+    }
+
+    /** The ephemeral owner (ZooKeeper session) of the bookie's registration; 0 when absent. */
+    public long registrationOwner(String id) {
+        for (String path : new String[] {root + "/available/" + id, root + "/available/readonly/" + id}) {
+            try {
+                org.apache.zookeeper.data.Stat st = zkc.exists(path, false);
+                if (st != null) {
+                    return st.getEphemeralOwner();
+                }
+            } catch (Exception e) {
+                // not registered as far as we can tell
+            }
+        }
+        return 0;
     }
 
     public boolean isRegisteredReadOnly(String id) {

@@ -57,26 +57,39 @@ public final class Raw implements AutoCloseable {
     }
 
     /**
-     * Adds one entry straight to a bookie; returns the rc. The body is laid out as a client
+     * Adds one entry straight to a bookie; returns the rc. The entry is laid out as a client
      * packages it (ledger, entry, LAC, length, a 4-byte CRC32C, payload); bookies do not verify
-     * digests, so the digest code of the client's internal (version-specific) DigestManager is
-     * not needed.
+     * digests, so the client's internal (version-specific) DigestManager is not needed. As with
+     * the client's own packaging, a v2 add is handed over as one buffer that already holds the
+     * v2 framing (frame length, packet header, master key); a v3 add as a ByteBufList.
      */
     public int add(BookieId bookie, long ledgerId, byte[] masterKey, long entryId, long lac, byte[] payload,
             int flags) throws Exception {
-        ByteBuf toSend = Unpooled.buffer(36 + payload.length);
-        toSend.writeLong(ledgerId).writeLong(entryId).writeLong(lac).writeLong(payload.length);
+        ByteBuf head = Unpooled.buffer(36);
+        head.writeLong(ledgerId).writeLong(entryId).writeLong(lac).writeLong(payload.length);
         java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
-        byte[] head = new byte[32];
-        toSend.getBytes(0, head);
-        crc.update(head);
+        byte[] h = new byte[32];
+        head.getBytes(0, h);
+        crc.update(h);
         crc.update(payload);
-        toSend.writeInt((int) crc.getValue());
-        toSend.writeBytes(payload);
+        head.writeInt((int) crc.getValue());
+        io.netty.util.ReferenceCounted toSend;
+        if (v2) {
+            ByteBuf frame = Unpooled.buffer(4 + 4 + 20 + 36 + payload.length);
+            frame.writeInt(4 + 20 + 36 + payload.length);
+            frame.writeInt((2 << 24) | (1 << 16) | (flags & 0xffff)); // version 2, ADDENTRY, flags
+            byte[] key = java.util.Arrays.copyOf(masterKey, 20);
+            frame.writeBytes(key);
+            frame.writeBytes(head);
+            frame.writeBytes(payload);
+            toSend = frame;
+        } else {
+            toSend = org.apache.bookkeeper.util.ByteBufList.get(head, Unpooled.wrappedBuffer(payload));
+        }
         CompletableFuture<Integer> f = new CompletableFuture<>();
         client.addEntry(bookie, ledgerId, masterKey, entryId, toSend,
                 (rc, lid, eid, addr, ctx) -> f.complete(rc), null, flags, false,
-                EnumSet.noneOf(WriteFlag.class), null);
+                EnumSet.noneOf(WriteFlag.class), executor);
         return f.get(30, TimeUnit.SECONDS);
     }
 
