@@ -4,7 +4,13 @@
 //! ```text
 //! bk-metadata [--uri zk+hierarchical://127.0.0.1:2181/ledgers | --zk HOSTS [--root /ledgers]]
 //!             initnewcluster | metaformat | listbookies | listledgers
+//!             | createledgers ID... | deleteledgers ID...
 //! ```
+//!
+//! `createledgers` writes placeholder metadata znodes (an empty body: enough for garbage
+//! collection, which only looks at which ids exist) for tests and benchmarks whose ledgers were
+//! written without a client's metadata; `deleteledgers` removes ledger znodes as a client's
+//! `deleteLedger` does, leaving the bookies to collect the data.
 
 use crate::cluster;
 use crate::config::{parse_metadata_uri, MetadataConfig};
@@ -13,14 +19,16 @@ use crate::ledgers;
 use crate::zk;
 
 const USAGE: &str = "usage: bk-metadata [--uri METADATA_SERVICE_URI | --zk HOSTS [--root PATH]] \
-                     [--timeout-ms N] initnewcluster|metaformat|listbookies|listledgers";
+                     [--timeout-ms N] initnewcluster|metaformat|listbookies|listledgers|\
+                     createledgers ID...|deleteledgers ID...";
 
-fn parse(args: &[String]) -> Result<(MetadataConfig, String)> {
+fn parse(args: &[String]) -> Result<(MetadataConfig, String, Vec<u64>)> {
     let mut uri = None;
     let mut servers = None;
     let mut root = "/ledgers".to_string();
     let mut timeout_ms = None;
     let mut cmd = None;
+    let mut ids = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = |name: &str| {
@@ -41,6 +49,14 @@ fn parse(args: &[String]) -> Result<(MetadataConfig, String)> {
             }
             "-h" | "--help" => return Err(MetaError::Config(USAGE.into())),
             c if !c.starts_with('-') && cmd.is_none() => cmd = Some(c.to_string()),
+            c if cmd.is_some() && c.bytes().all(|b| b.is_ascii_digit()) && !c.is_empty() => {
+                ids.push(
+                    c.parse::<u64>()
+                        .ok()
+                        .filter(|&id| id <= i64::MAX as u64)
+                        .ok_or_else(|| MetaError::Config(format!("bad ledger id {c}")))?,
+                );
+            }
             other => {
                 return Err(MetaError::Config(format!(
                     "unexpected argument {other:?}\n{USAGE}"
@@ -66,10 +82,10 @@ fn parse(args: &[String]) -> Result<(MetadataConfig, String)> {
         cfg.session_timeout = std::time::Duration::from_millis(t);
     }
     let cmd = cmd.ok_or_else(|| MetaError::Config(USAGE.into()))?;
-    Ok((cfg, cmd))
+    Ok((cfg, cmd, ids))
 }
 
-async fn exec(cfg: &MetadataConfig, cmd: &str) -> Result<()> {
+async fn exec(cfg: &MetadataConfig, cmd: &str, ids: &[u64]) -> Result<()> {
     let zk = zk::connect(cfg).await?;
     match cmd {
         "initnewcluster" => {
@@ -94,6 +110,33 @@ async fn exec(cfg: &MetadataConfig, cmd: &str) -> Result<()> {
         "listledgers" => {
             for id in ledgers::live_ledgers(&zk, cfg, None).await? {
                 println!("{id}");
+            }
+        }
+        "createledgers" => {
+            let layout = cluster::ensure_layout(&zk, cfg).await?;
+            for &id in ids {
+                let path = cfg.path(ledgers::ledger_path(layout, id).trim_start_matches('/'));
+                let parent = &path[..path.rfind('/').unwrap_or(0)];
+                match zk.mkdir(parent, &zk::PERSISTENT).await {
+                    Ok(()) | Err(crate::zookeeper::Error::NodeExists) => {}
+                    Err(e) => return Err(MetaError::zk(format!("mkdir {parent}"), e)),
+                }
+                zk.create(&path, b"", &zk::PERSISTENT)
+                    .await
+                    .map_err(|e| MetaError::zk(format!("create {path}"), e))?;
+                println!("created {path}");
+            }
+        }
+        "deleteledgers" => {
+            let layout = cluster::read_layout(&zk, cfg).await?.ok_or_else(|| {
+                MetaError::Layout(format!("{}/LAYOUT is missing", cfg.ledgers_root))
+            })?;
+            for &id in ids {
+                let path = cfg.path(ledgers::ledger_path(layout, id).trim_start_matches('/'));
+                zk.delete(&path, None)
+                    .await
+                    .map_err(|e| MetaError::zk(format!("delete {path}"), e))?;
+                println!("deleted {path}");
             }
         }
         other => {
@@ -122,14 +165,14 @@ pub fn run(args: &[String]) -> i32 {
 
 /// [`run`] for callers already on a tokio runtime.
 pub async fn run_async(args: &[String]) -> i32 {
-    let (cfg, cmd) = match parse(args) {
+    let (cfg, cmd, ids) = match parse(args) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("{e}");
             return 2;
         }
     };
-    match exec(&cfg, &cmd).await {
+    match exec(&cfg, &cmd, &ids).await {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("{e}");
