@@ -165,9 +165,48 @@ fn endpoints_metrics_and_manual_read_only() {
     assert_eq!(code, 200);
     let ledgers: serde_json::Value = serde_json::from_str(&ledgers).unwrap();
     assert_eq!(ledgers["ledgers"], serde_json::json!([5, 6]));
-    assert_eq!(b.http("PUT", "/api/v1/bookie/gc", "").0, 501);
-    assert_eq!(b.http("GET", "/api/v1/bookie/gc_details", "").0, 501);
-    assert_eq!(b.http("GET", "/api/v1/bookie/gc/details", "").0, 501);
+    // GC: standalone there is no ledger listing, but compaction can be forced and watched.
+    let (code, text) = b.http("PUT", "/api/v1/bookie/gc", "{\"forceMinor\":\"true\"}");
+    assert_eq!(code, 200, "{text}");
+    assert!(text.starts_with("\"Triggered GC on BookieServer"), "{text}");
+    let (code, text) = b.http("GET", "/api/v1/bookie/gc", "");
+    assert_eq!(code, 200);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(v["is_in_force_gc"].is_string(), "{text}");
+    for path in ["/api/v1/bookie/gc_details", "/api/v1/bookie/gc/details"] {
+        let (code, text) = b.http("GET", path, "");
+        assert_eq!(code, 200);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let shards = v.as_array().expect("one entry per shard");
+        assert!(!shards.is_empty());
+        for key in [
+            "forceCompacting",
+            "majorCompacting",
+            "minorCompacting",
+            "lastMajorCompactionTime",
+            "lastMinorCompactionTime",
+            "majorCompactionCounter",
+            "minorCompactionCounter",
+        ] {
+            assert!(shards[0].get(key).is_some(), "{key} missing in {text}");
+        }
+    }
+    let (code, text) = b.http(
+        "PUT",
+        "/api/v1/bookie/gc/suspend_compaction",
+        "{\"suspendMajor\":true}",
+    );
+    assert_eq!(code, 200);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["isMajorGcSuspended"], "true");
+    assert_eq!(v["isMinorGcSuspended"], "false");
+    let (_, text) = b.http(
+        "PUT",
+        "/api/v1/bookie/gc/resume_compaction",
+        "{\"resumeMajor\":true}",
+    );
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["isMajorGcSuspended"], "false");
     assert_eq!(b.http("GET", "/no/such/route", "").0, 404);
     assert_eq!(
         b.http("PUT", "/api/v1/bookie/state/readonly", "nonsense").0,
