@@ -170,6 +170,41 @@ impl Drop for Running {
     }
 }
 
+/// `bookie initnewcluster --conf conf`, which must succeed.
+fn init_cluster(conf: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .args(["initnewcluster", "--conf"])
+        .arg(conf)
+        .output()
+        .expect("bookie initnewcluster");
+    assert!(
+        out.status.success(),
+        "initnewcluster: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Starts `bookie serve --conf conf`, killed when dropped.
+fn start(conf: &Path) -> Running {
+    Running {
+        child: bookie(conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the bookie"),
+    }
+}
+
+/// A blocking client of the bookie on `port`, with a read timeout.
+fn connect(port: u16) -> BlockingClient {
+    let c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
+        .expect("connect to the bookie");
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    c
+}
+
 fn add(ledger: i64, e: i64) -> Request {
     Request::AddEntry {
         ledger_id: ledger,
@@ -201,25 +236,10 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
     assert!(stderr.contains("/ledgers"), "{stderr}");
     assert!(!journal.join("current").exists(), "stamped a cookie");
 
-    let init = Command::new(env!("CARGO_BIN_EXE_bookie"))
-        .args(["initnewcluster", "--conf"])
-        .arg(&conf)
-        .output()
-        .expect("bookie initnewcluster");
-    assert!(
-        init.status.success(),
-        "initnewcluster: {}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    init_cluster(&conf);
     assert!(list_bookies(&zk).writable.is_empty());
 
-    let mut b = Running {
-        child: bookie(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the bookie"),
-    };
+    let mut b = start(&conf);
     wait_for("the registration", || {
         list_bookies(&zk).writable == [id.clone()]
     });
@@ -238,11 +258,7 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
         );
     }
 
-    let mut c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
-        .expect("connect to the bookie");
-    c.stream()
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
+    let mut c = connect(port);
     for e in 0..5 {
         let r = c.call_v3(add(3, e), None).expect("add").response;
         assert_eq!(r.status(), StatusCode::EOK);
@@ -296,21 +312,11 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
 
     // The original configuration still starts.
     write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
-    let mut b = Running {
-        child: bookie(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the bookie"),
-    };
+    let mut b = start(&conf);
     wait_for("the registration after a restart", || {
         list_bookies(&zk).writable == [id.clone()]
     });
-    let mut c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
-        .expect("connect to the bookie");
-    c.stream()
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
+    let mut c = connect(port);
     let r = c.call_v3(read(3, 2), None).expect("read").response;
     assert_eq!(r.status(), StatusCode::EOK);
     // SAFETY: signalling our own child process.
@@ -362,12 +368,7 @@ fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
          isThrottleByBytes=true\ncompactionRateByBytes=500000000\n",
     );
     std::fs::write(&conf, text).unwrap();
-    let init = Command::new(env!("CARGO_BIN_EXE_bookie"))
-        .args(["initnewcluster", "--conf"])
-        .arg(&conf)
-        .output()
-        .expect("bookie initnewcluster");
-    assert!(init.status.success());
+    init_cluster(&conf);
     // Ledgers 1..=6 exist in the cluster's metadata (hierarchical layout).
     let cfg = MetadataConfig::for_cluster(&zk.servers(), "/ledgers");
     let rt = runtime();
@@ -387,22 +388,11 @@ fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
     });
 
     let id = format!("127.0.0.1:{port}");
-    let start = || Running {
-        child: bookie(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the bookie"),
-    };
-    let mut b = start();
+    let mut b = start(&conf);
     wait_for("the registration", || {
         list_bookies(&zk).writable == [id.clone()]
     });
-    let mut c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
-        .expect("connect to the bookie");
-    c.stream()
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
+    let mut c = connect(port);
     // Interleaved, so every entry-log segment holds all six ledgers: 6 × 400 × 2 KiB ≈ 5 MiB.
     let payload = vec![0xabu8; 2048];
     let body = |l: i64, e: i64| entry(l, e, e - 1, &payload);
@@ -504,15 +494,11 @@ fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(b.child.id() as i32, libc::SIGTERM) };
     assert_eq!(b.child.wait().expect("wait").code(), Some(0));
-    let _b = start();
+    let _b = start(&conf);
     wait_for("the registration after a restart", || {
         list_bookies(&zk).writable == [id.clone()]
     });
-    let mut c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
-        .expect("connect to the bookie");
-    c.stream()
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
+    let mut c = connect(port);
     check(&mut c);
 }
 
@@ -538,31 +524,13 @@ fn lost_registration_exits_with_code_4() {
     let mut text = std::fs::read_to_string(&conf).unwrap();
     text = text.replace("zkTimeout=6000", "zkTimeout=4000");
     std::fs::write(&conf, text).unwrap();
-    let init = |conf: &Path| {
-        let out = Command::new(env!("CARGO_BIN_EXE_bookie"))
-            .args(["initnewcluster", "--conf"])
-            .arg(conf)
-            .output()
-            .expect("bookie initnewcluster");
-        assert!(out.status.success());
-    };
-    init(&conf);
+    init_cluster(&conf);
     let id = format!("127.0.0.1:{port}");
-    let mut b = Running {
-        child: bookie(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the bookie"),
-    };
+    let mut b = start(&conf);
     wait_for("the registration", || {
         list_bookies(&zk).writable == [id.clone()]
     });
-    let mut c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
-        .expect("connect to the bookie");
-    c.stream()
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
+    let mut c = connect(port);
     for e in 0..5 {
         let r = c.call_v3(add(11, e), None).expect("add").response;
         assert_eq!(r.status(), StatusCode::EOK);
@@ -583,13 +551,7 @@ fn lost_registration_exits_with_code_4() {
 
     // The cluster's ZooKeeper comes back: the bookie starts again with its data.
     zk.swap();
-    let _b = Running {
-        child: bookie(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the bookie"),
-    };
+    let _b = start(&conf);
     // The old session's node may still be listed until the server expires it: wait for the
     // new bookie to answer instead.
     let mut c = None;

@@ -510,6 +510,26 @@ struct RunCursor {
 }
 
 impl RunCursor {
+    /// Opens run `info` for a sequential read in `chunk`-sized reads.
+    fn open<S: Storage>(
+        storage: &mut S,
+        info: &Arc<RunInfo>,
+        chunk: usize,
+    ) -> Result<RunCursor, StoreError> {
+        let name = file_name(FileKind::Run, info.id);
+        let file = storage
+            .open(&name, false)
+            .map_err(|e| StoreError::io("open index run", &name, e))?;
+        Ok(RunCursor {
+            info: info.clone(),
+            file,
+            reader: SeqReader::new(file, info.blocks() as u64 * BLOCK as u64, chunk),
+            block: Vec::new(),
+            next_block: 0,
+            pos: 0,
+        })
+    }
+
     /// True when the next `next` call may read from the disk.
     fn needs_io(&self) -> bool {
         self.pos >= self.block.len()
@@ -582,18 +602,7 @@ pub(crate) fn merge_observed<S: Storage>(
     let mut cursors: Vec<RunCursor> = Vec::with_capacity(runs.len());
     let mut result = (|| {
         for info in runs {
-            let name = file_name(FileKind::Run, info.id);
-            let file = storage
-                .open(&name, false)
-                .map_err(|e| StoreError::io("open index run", &name, e))?;
-            cursors.push(RunCursor {
-                info: info.clone(),
-                file,
-                reader: SeqReader::new(file, info.blocks() as u64 * BLOCK as u64, chunk),
-                block: Vec::new(),
-                next_block: 0,
-                pos: 0,
-            });
+            cursors.push(RunCursor::open(storage, info, chunk)?);
         }
         let mut writer = RunWriter::create(storage, id, chunk, max_in_flight)?;
         match merge_into(storage, &mut cursors, &mut writer, dropped, observe) {
@@ -626,18 +635,8 @@ pub(crate) fn scan_run<S: Storage>(
     chunk: usize,
     f: &mut dyn FnMut(IndexRecord),
 ) -> Result<(), StoreError> {
-    let name = file_name(FileKind::Run, info.id);
-    let file = storage
-        .open(&name, false)
-        .map_err(|e| StoreError::io("open index run", &name, e))?;
-    let mut cursor = RunCursor {
-        info: info.clone(),
-        file,
-        reader: SeqReader::new(file, info.blocks() as u64 * BLOCK as u64, chunk),
-        block: Vec::new(),
-        next_block: 0,
-        pos: 0,
-    };
+    let mut cursor = RunCursor::open(storage, info, chunk)?;
+    let file = cursor.file;
     let r = (|| {
         while let Some(r) = cursor.next(storage)? {
             f(r);
