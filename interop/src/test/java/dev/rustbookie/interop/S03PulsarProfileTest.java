@@ -18,13 +18,13 @@ import org.junit.jupiter.api.Timeout;
  * health checks); S02's procedure for E3W3A2 and E2W2A2 x {CRC32C, CRC32, MAC, DUMMY}, each
  * ledger reopened with a different digest in the open call (autodetection must read it right);
  * no connection resets in the client logs.
- * Scaled: 1,000 entries of 1 B..16 KiB per ledger (not 2,000 of up to 64 KiB): 8 ledgers.
+ * Not scaled: 2,000 entries of 1 B..64 KiB per ledger, 8 ledgers.
  */
 @Tag("smoke")
 @Timeout(value = 600, unit = TimeUnit.SECONDS)
 class S03PulsarProfileTest {
     static final long SEED = 3;
-    static final int N = 1000;
+    static final int N = 2000;
 
     static ClientConfiguration pulsar(Cluster c) {
         ClientConfiguration cc = c.clientConf(true);
@@ -53,7 +53,7 @@ class S03PulsarProfileTest {
             for (int[] q : quorums) {
                 for (int d = 0; d < digests.length; d++) {
                     long seed = SEED + k++;
-                    LongToIntFunction size = e -> Payloads.size(seed, 0, e, 1, 16 << 10);
+                    LongToIntFunction size = e -> Payloads.size(seed, 0, e, 1, 64 << 10);
                     DigestType other = digests[(d + 1) % digests.length];
                     S02WriteReadTest.run(c, writer, reader, q[0], q[1], q[2], digests[d], other, N, size, seed);
                 }
