@@ -26,7 +26,7 @@ class F01WriteCacheBurstTest {
     static final long SEED = 201;
     static final LongToIntFunction SIZE = e -> 32 << 10;
 
-    @ParameterizedTest(name = "{0}")
+    @ParameterizedTest(name = "burstBeyondWriteCache[{0}]")
     @ValueSource(strings = {"rust", "java"})
     void burstBeyondWriteCache(String impl) throws Exception {
         try (Cluster c = new Cluster("f01-" + impl)) {

@@ -36,7 +36,7 @@ class S07FencingTest {
 
     record Call(long sentNanos, long doneNanos, int rc, long eid) {}
 
-    @ParameterizedTest(name = "{0}")
+    @ParameterizedTest(name = "fencing[{0}]")
     @ValueSource(strings = {"v2", "v3"})
     void fencing(String protocol) throws Exception {
         boolean v2 = protocol.equals("v2");

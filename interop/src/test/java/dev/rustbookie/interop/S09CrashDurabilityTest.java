@@ -26,7 +26,7 @@ class S09CrashDurabilityTest {
     static final int N = 20_000;
     static final LongToIntFunction SIZE = e -> 1024;
 
-    @ParameterizedTest(name = "{0}")
+    @ParameterizedTest(name = "crashAfterLastAck[{0}]")
     @ValueSource(strings = {"v3", "v2"})
     void crashAfterLastAck(String protocol) throws Exception {
         boolean v2 = protocol.equals("v2");

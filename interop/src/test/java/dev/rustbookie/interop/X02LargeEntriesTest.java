@@ -21,7 +21,7 @@ class X02LargeEntriesTest {
     static final long SEED = 102;
     static final LongToIntFunction SIZE = e -> e < 8 ? (1 << 20) : (4 << 20);
 
-    @ParameterizedTest(name = "{0}")
+    @ParameterizedTest(name = "largeEntries[{0}]")
     @ValueSource(strings = {"v3", "v2"})
     void largeEntries(String protocol) throws Exception {
         boolean v2 = protocol.equals("v2");

@@ -29,7 +29,7 @@ class X05RestartMidWriteTest {
     static final long SEED = 105;
     static final LongToIntFunction SIZE = e -> Payloads.size(SEED, 0, e, 10, 4096);
 
-    @ParameterizedTest(name = "{0}")
+    @ParameterizedTest(name = "restartMidWrite[{0}]")
     @ValueSource(strings = {"v3", "v2"})
     void restartMidWrite(String protocol) throws Exception {
         boolean v2 = protocol.equals("v2");
