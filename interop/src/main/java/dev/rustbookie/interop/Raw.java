@@ -87,9 +87,25 @@ public final class Raw implements AutoCloseable {
             toSend = org.apache.bookkeeper.util.ByteBufList.get(head, Unpooled.wrappedBuffer(payload));
         }
         CompletableFuture<Integer> f = new CompletableFuture<>();
-        client.addEntry(bookie, ledgerId, masterKey, entryId, toSend,
-                (rc, lid, eid, addr, ctx) -> f.complete(rc), null, flags, false,
-                EnumSet.noneOf(WriteFlag.class), executor);
+        org.apache.bookkeeper.proto.BookkeeperInternalCallbacks.WriteCallback cb =
+                (rc, lid, eid, addr, ctx) -> f.complete(rc);
+        // 4.18 added an Executor argument: call whichever signature this client version has
+        java.lang.reflect.Method add = null;
+        for (java.lang.reflect.Method m : BookieClientImpl.class.getMethods()) {
+            if (m.getName().equals("addEntry") && (m.getParameterCount() == 10 || m.getParameterCount() == 11)) {
+                add = m;
+            }
+        }
+        if (add == null) {
+            throw new IllegalStateException("no BookieClientImpl.addEntry of a known shape");
+        }
+        if (add.getParameterCount() == 11) {
+            add.invoke(client, bookie, ledgerId, masterKey, entryId, toSend, cb, null, flags, false,
+                    EnumSet.noneOf(WriteFlag.class), executor);
+        } else {
+            add.invoke(client, bookie, ledgerId, masterKey, entryId, toSend, cb, null, flags, false,
+                    EnumSet.noneOf(WriteFlag.class));
+        }
         return f.get(30, TimeUnit.SECONDS);
     }
 
