@@ -16,6 +16,13 @@
 //! - The LAC is the highest writer LAC carried by stored entries (body bytes 16..24, big
 //!   endian), or set by WRITE_LAC (blob bytes 8..16); it never moves back.
 //! - Absent data is ENOLEDGER (unknown ledger) or ENOENTRY (known ledger), never EIO.
+//! - A full write cache holds adds back instead of refusing them, as Java's DbLedgerStorage
+//!   does (it waits up to `dbStorage_maxThrottleTimeMs` for a flush): at the cache's size the
+//!   shard stops reading sockets, and the adds it had already read still go in, into an
+//!   overshoot of a quarter of the cache (at least 64 MiB). Only beyond that, which takes
+//!   frames in flight from very many connections, an add gets ETOOMANYREQUESTS. A refusal
+//!   would be worse than the wait: the Java client takes it for a failed bookie and changes
+//!   the ensemble, or fails the ledger when no bookie is spare.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -175,7 +182,11 @@ pub struct LedgerTable {
     frozen: Option<FrozenEntries>,
     cached_bytes: usize,
     frozen_bytes: usize,
+    /// The write cache's size: at it the shard stops reading sockets ([`Self::is_full`]).
     cache_limit_bytes: usize,
+    /// Adds already read when the cache filled still go in, up to this much more; beyond it
+    /// they get ETOOMANYREQUESTS (module docs).
+    overshoot_bytes: usize,
     /// Ledgers deleted since the last freeze: the next flush persists them as tombstones.
     deleted: Vec<i64>,
 }
@@ -186,13 +197,20 @@ fn entry_lac(body: &[u8]) -> Option<i64> {
 }
 
 impl LedgerTable {
+    /// A table whose write cache holds `cache_limit_bytes`, with the default overshoot for
+    /// adds already read when it fills: a quarter of the cache, at least 64 MiB.
     pub fn new(cache_limit_bytes: usize) -> LedgerTable {
+        Self::with_overshoot(cache_limit_bytes, (cache_limit_bytes / 4).max(64 << 20))
+    }
+
+    pub fn with_overshoot(cache_limit_bytes: usize, overshoot_bytes: usize) -> LedgerTable {
         LedgerTable {
             ledgers: HashMap::new(),
             frozen: None,
             cached_bytes: 0,
             frozen_bytes: 0,
             cache_limit_bytes,
+            overshoot_bytes,
             deleted: Vec::new(),
         }
     }
@@ -437,7 +455,7 @@ impl LedgerTable {
             return reply(StatusCode::EBADREQ);
         }
         let cached = self.cached_bytes + self.frozen_bytes;
-        let limit = self.cache_limit_bytes;
+        let limit = self.cache_limit_bytes + self.overshoot_bytes;
         let (l, created) = match Self::open_with_key(&mut self.ledgers, ledger, master_key) {
             Ok(v) => v,
             Err(()) => return reply(StatusCode::EUA),
@@ -1140,17 +1158,18 @@ mod tests {
         }
     }
 
-    /// Batch reads stop at the count, the size, or the first missing entry; the write cache
-    /// limit turns adds away with ETOOMANYREQUESTS.
+    /// Batch reads stop at the count, the size, or the first missing entry; a full write cache
+    /// still takes adds into its overshoot, and turns them away with ETOOMANYREQUESTS beyond.
     #[test]
     fn batch_read_and_cache_limit() {
-        let mut t = LedgerTable::new(200);
+        let mut t = LedgerTable::with_overshoot(100, 100);
         for e in 0..4 {
             assert_eq!(
                 status(&t.add(2, e, &key(1), body(2, e, e - 1), false, 0)),
                 StatusCode::EOK
             );
         }
+        assert!(t.is_full(), "{} bytes cached", t.cached_bytes());
         assert_eq!(
             status(&t.add(2, 9, &key(1), Bytes::from(vec![0u8; 200]), false, 0)),
             StatusCode::ETOOMANYREQUESTS
