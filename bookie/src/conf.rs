@@ -320,10 +320,22 @@ pub fn validate(c: &BookieConfig) -> Result<(), String> {
         return Err("forceReadOnlyBookie=true needs readOnlyModeEnabled=true".into());
     }
     let g = &c.gc;
-    if g.minor_threshold > 0.0 && g.major_threshold > 0.0 && g.minor_threshold > g.major_threshold {
+    let minor_on = g.minor_threshold > 0.0 && !g.minor_interval.is_zero();
+    let major_on = g.major_threshold > 0.0 && !g.major_interval.is_zero();
+    // Java's GarbageCollectorThread refuses these too ("Invalid minor/major compaction
+    // settings"): with both enabled, minor must be strictly below major in both respects.
+    if minor_on
+        && major_on
+        && (g.minor_threshold >= g.major_threshold || g.minor_interval >= g.major_interval)
+    {
         return Err(format!(
-            "minorCompactionThreshold ({}) must not exceed majorCompactionThreshold ({})",
-            g.minor_threshold, g.major_threshold
+            "invalid minor/major compaction settings: minorCompactionThreshold ({}) and \
+             minorCompactionInterval ({} s) must be below majorCompactionThreshold ({}) and \
+             majorCompactionInterval ({} s)",
+            g.minor_threshold,
+            g.minor_interval.as_secs(),
+            g.major_threshold,
+            g.major_interval.as_secs()
         ));
     }
     let wait = c.cluster.gc_wait_time;
@@ -694,6 +706,10 @@ mod tests {
             ),
             (
                 "gcWaitTime=7200000\nminorCompactionInterval=3600",
+                "minorCompactionInterval",
+            ),
+            (
+                "minorCompactionInterval=86400\nmajorCompactionInterval=86400",
                 "minorCompactionInterval",
             ),
             ("compactionRateByEntries=0", "compactionRateByEntries"),
