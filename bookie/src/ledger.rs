@@ -344,6 +344,11 @@ impl LedgerTable {
         self.cached_bytes
     }
 
+    /// More than half the write cache is in use: the flush should hurry.
+    pub fn under_pressure(&self) -> bool {
+        (self.cached_bytes + self.frozen_bytes) * 2 >= self.cache_limit_bytes
+    }
+
     /// The write cache (with what is being flushed) is at its limit: stop taking adds.
     pub fn is_full(&self) -> bool {
         self.cached_bytes + self.frozen_bytes >= self.cache_limit_bytes

@@ -67,6 +67,8 @@ pub struct LedgerStorageLink {
     pub flush_jobs: std_mpsc::Sender<FlushJob>,
     pub read_jobs: std_mpsc::SyncSender<ReadJob>,
     pub view: Arc<ReadView>,
+    /// Set by the shard while its write cache is more than half full: the flush runs unpaced.
+    pub cache_pressure: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Starts the flusher (which opens the store) and the reader for one shard. Returns the link,
@@ -90,6 +92,8 @@ pub fn start(
     let force_psync = bookie.force_psync;
     let read_queue = bookie.read_queue;
     let gc: (GcConfig, Arc<Metrics>) = (bookie.gc.clone(), metrics);
+    let cache_pressure = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let urgent = cache_pressure.clone();
     let (opened_tx, opened_rx) = std_mpsc::channel();
     let (jobs_tx, jobs_rx) = std_mpsc::channel::<FlushJob>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
@@ -103,7 +107,7 @@ pub fn start(
             lower_priority(FLUSH_NICE);
             let opened = storage::open_dir(&flush_dir, 64, force_psync)
                 .map_err(|e| format!("{}: {e}", flush_dir.display()))
-                .map(|s| Paced::new(s, flush_rate_bytes_per_sec))
+                .map(|s| Paced::new(s, flush_rate_bytes_per_sec, urgent))
                 .and_then(|s| {
                     LedgerStore::open(s, flush_config)
                         .map_err(|e| format!("ledger storage {}: {e}", flush_dir.display()))
@@ -225,6 +229,7 @@ pub fn start(
             flush_jobs: jobs_tx,
             read_jobs: read_tx,
             view,
+            cache_pressure,
         },
         recovered,
         done_rx,

@@ -6,7 +6,13 @@
 //! p99.9 up to 0.46 s). So the flusher writes in small chunks, one at a time, and no faster than
 //! `bytes_per_sec`: a token bucket, where a write that overdraws it sleeps the flush thread
 //! (only that thread: it does nothing else). Reads and namespace operations pass through.
+//!
+//! Pacing yields when the write cache is under pressure (the shard sets `urgent` when its cache
+//! is more than half full): adds then wait for this flush to free the cache, and a journal
+//! sync queued behind a few flush writes costs them far less than a stalled cache does.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use storage::{AlignedBuf, Completion, DriverKind, FileId, IoError, Op, Storage, Wait};
@@ -14,6 +20,7 @@ use storage::{AlignedBuf, Completion, DriverKind, FileId, IoError, Op, Storage, 
 pub struct Paced<S> {
     inner: S,
     bytes_per_sec: u64,
+    urgent: Arc<AtomicBool>,
     /// Bytes allowed before the next write must wait, refilled over time.
     tokens: f64,
     burst: f64,
@@ -22,11 +29,12 @@ pub struct Paced<S> {
 
 impl<S: Storage> Paced<S> {
     /// `bytes_per_sec` 0 turns pacing off.
-    pub fn new(inner: S, bytes_per_sec: u64) -> Paced<S> {
+    pub fn new(inner: S, bytes_per_sec: u64, urgent: Arc<AtomicBool>) -> Paced<S> {
         let burst = (bytes_per_sec as f64 / 50.0).max(1.0 * (1 << 20) as f64);
         Paced {
             inner,
             bytes_per_sec,
+            urgent,
             tokens: burst,
             burst,
             last: Instant::now(),
@@ -35,6 +43,11 @@ impl<S: Storage> Paced<S> {
 
     fn pace(&mut self, bytes: usize) {
         if self.bytes_per_sec == 0 {
+            return;
+        }
+        if self.urgent.load(Ordering::Relaxed) {
+            self.tokens = self.burst;
+            self.last = Instant::now();
             return;
         }
         let now = Instant::now();

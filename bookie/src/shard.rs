@@ -998,6 +998,9 @@ impl Shard {
     /// Gauges and journal counters for the metrics (plain stores, no lock).
     fn publish_gauges(&self) {
         use std::sync::atomic::Ordering::Relaxed;
+        self.store
+            .cache_pressure
+            .store(self.table.under_pressure(), Relaxed);
         let m = self.m();
         let j = self.journal.stats();
         m.journal_queue
