@@ -132,7 +132,10 @@ impl GcRunner {
             .reclaimed_deletion_bytes
             .fetch_add(collected.bytes_dropped, Relaxed);
         let (live, total) = collected.usage.iter().fold((0u64, 0u64), |(l, t), u| {
-            (l + u.live_bytes, t + u.len.saturating_sub(4096))
+            (
+                l + u.live_bytes,
+                t + u.len.saturating_sub(entrylog::format::SEGMENT_HEADER_BYTES),
+            )
         });
         let ppm = live
             .saturating_mul(1_000_000)
@@ -190,13 +193,13 @@ impl GcRunner {
                     "shard {}: {kind:?} compaction: nothing under {threshold}",
                     self.shard
                 );
-                self.finish(kind, 0);
+                self.finish(kind);
             }
             Err(e) => self.failed(store, events, &format!("compaction plan: {e}")),
         }
     }
 
-    fn finish(&mut self, kind: Kind, _entries: u64) {
+    fn finish(&mut self, kind: Kind) {
         let status = &self.metrics.shards[self.shard].gc;
         match kind {
             Kind::Major => {
@@ -231,7 +234,7 @@ impl GcRunner {
             // out of the manifest and start over next time.
             log::info!("shard {}: {kind:?} compaction suspended", self.shard);
             store.abort_compaction(c);
-            self.finish(kind, 0);
+            self.finish(kind);
             return;
         }
         let secs = STEP_PAUSE.as_secs_f64();
@@ -265,11 +268,11 @@ impl GcRunner {
                     started.elapsed().as_secs_f64()
                 );
                 let _ = events.send(StoreEvent::View(store.snapshot()));
-                self.finish(kind, stats.entries_copied);
+                self.finish(kind);
             }
             Err(e) => {
                 store.abort_compaction(c);
-                self.finish(kind, 0);
+                self.finish(kind);
                 self.failed(store, events, &format!("{kind:?} compaction: {e}"));
             }
         }
@@ -279,7 +282,7 @@ impl GcRunner {
     pub fn abort<S: Storage>(&mut self, store: &mut LedgerStore<S>) {
         if let Some((c, kind, _, _)) = self.current.take() {
             store.abort_compaction(c);
-            self.finish(kind, 0);
+            self.finish(kind);
         }
     }
 

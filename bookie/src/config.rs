@@ -73,8 +73,9 @@ pub struct GcConfig {
     pub rate_by_entries: u64,
     pub rate_by_bytes: u64,
     pub throttle_by_bytes: bool,
-    /// Live bytes one compaction copies before it commits (ours): bounds its memory and how
-    /// much work a crash throws away.
+    /// Live bytes one compaction plans to copy before it commits (ours; at least one segment):
+    /// its index records in memory are at most 4/5 of this (32 B per entry of 40 B or more),
+    /// and it bounds how much work a crash throws away.
     pub max_compaction_bytes: u64,
 }
 
@@ -88,7 +89,7 @@ impl Default for GcConfig {
             rate_by_entries: 1000,
             rate_by_bytes: 1_000_000,
             throttle_by_bytes: false,
-            max_compaction_bytes: 1 << 30,
+            max_compaction_bytes: 256 << 20,
         }
     }
 }

@@ -13,34 +13,56 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use metadata::MetadataConfig;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{oneshot, Notify};
 
 use crate::compaction::GcRequest;
 use crate::shard::{AdminQuery, ShardHandle};
 
+/// What the HTTP server and the driver share: at most one pending request (later ones merge
+/// into it, so a flood of PUTs costs nothing), and a wake-up.
+#[derive(Default)]
+struct Shared {
+    pending: Mutex<Option<GcRequest>>,
+    wake: Notify,
+    /// A forced run was asked for and has not been handed to the shards yet.
+    forcing: AtomicBool,
+    /// The driver thread has ended: triggers go nowhere.
+    stopped: AtomicBool,
+}
+
 /// How the HTTP server reaches the driver.
 #[derive(Clone)]
 pub struct GcTrigger {
-    tx: mpsc::UnboundedSender<GcRequest>,
-    /// A forced run was asked for and has not been handed to the shards yet.
-    pending_force: Arc<AtomicBool>,
+    shared: Arc<Shared>,
 }
 
 impl GcTrigger {
-    /// Starts a garbage collection now.
+    /// Starts a garbage collection now; false when the driver is gone.
     pub fn trigger(&self, req: GcRequest) -> bool {
-        if req.force {
-            self.pending_force.store(true, Ordering::Release);
+        if self.shared.stopped.load(Ordering::Acquire) {
+            return false;
         }
-        self.tx.send(req).is_ok()
+        {
+            let mut p = self
+                .shared
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            *p = Some(p.unwrap_or_default().merge(req));
+        }
+        if req.force {
+            self.shared.forcing.store(true, Ordering::Release);
+        }
+        self.shared.wake.notify_one();
+        true
     }
 
     pub fn force_pending(&self) -> bool {
-        self.pending_force.load(Ordering::Acquire)
+        self.shared.forcing.load(Ordering::Acquire)
     }
 }
 
@@ -65,12 +87,10 @@ pub fn start(
     metadata: Option<MetadataConfig>,
     shards: Arc<Vec<ShardHandle>>,
 ) -> Result<(GcDriver, GcTrigger), String> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<GcRequest>();
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
-    let pending_force = Arc::new(AtomicBool::new(false));
+    let shared = Arc::new(Shared::default());
     let trigger = GcTrigger {
-        tx,
-        pending_force: pending_force.clone(),
+        shared: shared.clone(),
     };
     let thread = std::thread::Builder::new()
         .name("gc".into())
@@ -82,24 +102,24 @@ pub fn start(
                 Ok(rt) => rt,
                 Err(e) => {
                     log::error!("gc: cannot build its runtime: {e}; no garbage collection");
+                    shared.stopped.store(true, Ordering::Release);
                     return;
                 }
             };
-            rt.block_on(async move {
+            rt.block_on(async {
                 loop {
-                    let req = tokio::select! {
-                        _ = &mut stop_rx => return,
-                        _ = tokio::time::sleep(wait) => GcRequest::default(),
-                        r = rx.recv() => match r {
-                            Some(r) => r,
-                            None => return,
-                        },
-                    };
-                    // Requests that piled up during a cycle become one.
-                    let mut req = req;
-                    while let Ok(more) = rx.try_recv() {
-                        req = req.merge(more);
+                    tokio::select! {
+                        _ = &mut stop_rx => break,
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = shared.wake.notified() => {}
                     }
+                    // Requests that came in meanwhile are one (or none: the periodic run).
+                    let req = shared
+                        .pending
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take()
+                        .unwrap_or_default();
                     if let Some(cfg) = &metadata {
                         if let Err(e) = delete_deleted_ledgers(cfg, &shards).await {
                             log::warn!("gc: deleted-ledger scan skipped: {e}");
@@ -108,9 +128,10 @@ pub fn start(
                     for shard in shards.iter() {
                         let _ = shard.admin.send(AdminQuery::Gc(req));
                     }
-                    pending_force.store(false, Ordering::Release);
+                    shared.forcing.store(false, Ordering::Release);
                 }
             });
+            shared.stopped.store(true, Ordering::Release);
         })
         .map_err(|e| format!("cannot start the gc thread: {e}"))?;
     Ok((
