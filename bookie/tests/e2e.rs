@@ -434,12 +434,16 @@ fn acknowledged_entries_survive_sigkill() {
     let mut acked: Vec<(i64, i64, Bytes)> = Vec::new();
     for round in 0..3i64 {
         let port = bookie.port;
+        // Every writer is connected before the clock to the kill starts: on a loaded machine a
+        // thread may otherwise only connect after the kill.
+        let connected = std::sync::Arc::new(std::sync::Barrier::new(5));
         let writers: Vec<_> = (0..4i64)
             .map(|w| {
+                let connected = connected.clone();
                 std::thread::spawn(move || {
-                    let mut c =
-                        BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
-                            .unwrap();
+                    let c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default());
+                    connected.wait();
+                    let mut c = c.unwrap();
                     c.stream()
                         .set_read_timeout(Some(Duration::from_secs(5)))
                         .unwrap();
@@ -483,6 +487,7 @@ fn acknowledged_entries_survive_sigkill() {
                 })
             })
             .collect();
+        connected.wait();
         std::thread::sleep(Duration::from_millis(300 + 200 * round as u64));
         bookie.kill();
         for w in writers {
