@@ -30,6 +30,13 @@ pub struct BookieConfig {
     /// Requests read from one connection and not yet answered; beyond it the bookie stops
     /// reading that socket (`maxPendingAddRequestsPerThread` plays this role in Java).
     pub max_pending_per_connection: usize,
+    /// Reply bytes one connection may have encoded and not yet written; beyond it the bookie
+    /// stops reading that socket until it drains (Java: the channel's write-buffer high-water
+    /// mark). 4 MiB.
+    pub reply_bytes_per_connection: usize,
+    /// The same over all of a shard's connections (256 MiB): beyond it, connections holding
+    /// unwritten replies stop being read and the reader thread stops reading for the shard.
+    pub reply_bytes_per_shard: usize,
     /// Capacity of each cross-shard request queue; when full, ETOOMANYREQUESTS.
     pub cross_shard_queue: usize,
     /// Write cache per shard (`dbStorage_writeCacheMaxSizeMb`, split over shards).
@@ -234,6 +241,8 @@ impl Default for BookieConfig {
             max_frame_bytes: 5 << 20,
             max_connections_per_shard: 4096,
             max_pending_per_connection: 10_000,
+            reply_bytes_per_connection: 4 << 20,
+            reply_bytes_per_shard: 256 << 20,
             cross_shard_queue: 65_536,
             write_cache_bytes: 1 << 30,
             force_psync: false,

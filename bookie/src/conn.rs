@@ -2,73 +2,304 @@
 //! and a writer that sends whatever replies have accumulated, in one write.
 //!
 //! Replies are encoded straight into the connection's output buffer by whoever completes the
-//! request (the shard, possibly after a journal sync, or a reply from another shard), and the
-//! writer is woken. Backpressure: when `max_pending_per_connection` requests are unanswered,
-//! the reader stops reading the socket until replies drain, so a client cannot make the bookie
-//! queue without bound. A frame the decoder rejects closes only this connection.
+//! request (the shard, possibly after a journal sync, or a reply from another shard or the
+//! reader thread), and the writer is woken.
+//!
+//! Memory is bounded against any client, the way Java bounds it with channel writability:
+//! - at most `max_pending_per_connection` requests unanswered per connection;
+//! - at most `per_connection` bytes of replies not yet written per connection, and
+//!   `per_shard` bytes over all the shard's connections ([`ReplyBudget`]): a connection over
+//!   either stops being read (TCP pushes back on its client) until its socket drains, and stops
+//!   decoding in the middle of what it has read, since one 64 KiB read can hold a thousand
+//!   pipelined reads of large entries;
+//! - once the connection is closed (by the peer, a write error or a bad frame) its queued
+//!   replies are dropped at once, and reads not yet done for it are skipped
+//!   ([`ConnShared`], which other shards and the reader threads see too);
+//! - a reply that arrives while the connection is over its budget (a cache-miss read done on
+//!   another thread, a reply from another shard) is parked as it is, its body shared rather
+//!   than copied, and encoded once the socket drains; the reader threads read an entry for a
+//!   connection only while it has room, so they never fill memory for a client that does not
+//!   read.
+//!
+//! A frame the decoder rejects closes only this connection. The connection talks to its shard
+//! through [`RequestSink`] only, so this module does not know the shard.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use net::server::RequestDecoder;
-use net::{codec, ResponseFrame};
+use net::{codec, RequestFrame, ResponseFrame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-use crate::shard::Shard;
+use crate::ratelimit::LogLimiter;
 
 const READ_CHUNK: usize = 64 << 10;
+
+/// What a connection needs from its shard.
+pub trait RequestSink {
+    /// A decoded request from `conn`.
+    fn dispatch(&mut self, frame: RequestFrame, conn: &Rc<Conn>);
+    /// Make progress (journal, replies) after a batch of requests.
+    fn drive(&mut self);
+    /// Whether the shard takes no new requests now (journal buffers or write cache full).
+    fn is_blocked(&self) -> bool;
+    /// Woken when [`RequestSink::is_blocked`] may have turned false.
+    fn unblocked(&self) -> Rc<Notify>;
+    /// The connection is gone.
+    fn forget_connection(&mut self, id: u64);
+}
+
+/// The byte budget of replies a shard holds for its connections and has not yet written.
+/// Shared with the other threads that produce replies for this shard's connections (the reader
+/// threads wait while it is over).
+pub struct ReplyBudget {
+    queued: AtomicUsize,
+    pub per_connection: usize,
+    pub per_shard: usize,
+}
+
+impl ReplyBudget {
+    pub fn new(per_connection: usize, per_shard: usize) -> ReplyBudget {
+        ReplyBudget {
+            queued: AtomicUsize::new(0),
+            per_connection: per_connection.max(1),
+            per_shard: per_shard.max(1),
+        }
+    }
+
+    /// Bytes of replies queued and not yet written, over all the shard's connections.
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Whether the shard holds more unwritten reply bytes than it may.
+    pub fn over(&self) -> bool {
+        self.queued() >= self.per_shard
+    }
+
+    fn add(&self, n: usize) {
+        self.queued.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn sub(&self, n: usize) {
+        self.queued.fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
+/// What other threads see of a connection: whether it is closed, and whether it has room for
+/// more replies. The reader threads read an entry for a connection only when it has room, so
+/// entries read from disk never pile up for a client that does not read.
+pub struct ConnShared {
+    gone: AtomicBool,
+    /// Reply bytes encoded or parked and not yet written.
+    unwritten: AtomicUsize,
+    budget: Arc<ReplyBudget>,
+}
+
+impl ConnShared {
+    /// Whether the connection is closed (its replies would be dropped).
+    pub fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Relaxed)
+    }
+
+    /// Whether the connection can take another reply without going over its budget.
+    pub fn has_room(&self) -> bool {
+        self.unwritten.load(Ordering::Relaxed) < self.budget.per_connection
+    }
+
+    fn unwritten(&self) -> usize {
+        self.unwritten.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, n: usize) {
+        self.unwritten.fetch_add(n, Ordering::Relaxed);
+        self.budget.add(n);
+    }
+
+    fn sub(&self, n: usize) {
+        self.unwritten.fetch_sub(n, Ordering::Relaxed);
+        self.budget.sub(n);
+    }
+}
+
+/// Bytes counted for a parked reply before it is encoded: its body and a header allowance.
+fn parked_size(frame: &ResponseFrame) -> usize {
+    use net::Response;
+    let body = match &frame.response {
+        Response::ReadEntry { body, .. } => body.as_ref().map_or(0, |b| b.len()),
+        Response::BatchReadEntry { entries, .. } => entries.iter().map(|e| e.len() + 8).sum(),
+        Response::ReadLac {
+            lac_body,
+            last_entry_body,
+            ..
+        } => {
+            lac_body.as_ref().map_or(0, |b| b.len())
+                + last_entry_body.as_ref().map_or(0, |b| b.len())
+        }
+        _ => 0,
+    };
+    body + 64
+}
 
 /// The shard-side state of a connection.
 pub struct Conn {
     pub id: u64,
+    /// Encoded replies not yet handed to the writer.
     out: RefCell<BytesMut>,
+    /// Replies that arrived while the connection was over its budget: kept as they are (their
+    /// bodies are shared with the write cache or a read buffer, not copied) and encoded as the
+    /// socket drains.
+    parked: RefCell<VecDeque<(ResponseFrame, usize)>>,
+    /// Bytes in `out` or being written.
+    encoded: Cell<usize>,
     wake_writer: Notify,
     wake_reader: Notify,
     outstanding: Cell<usize>,
     max_outstanding: usize,
-    closed: Cell<bool>,
+    shared: Arc<ConnShared>,
 }
 
 impl Conn {
-    pub fn new(id: u64, max_outstanding: usize) -> Conn {
+    pub fn new(id: u64, max_outstanding: usize, budget: Arc<ReplyBudget>) -> Conn {
         Conn {
             id,
-            out: RefCell::new(BytesMut::with_capacity(READ_CHUNK)),
+            out: RefCell::new(BytesMut::new()),
+            parked: RefCell::new(VecDeque::new()),
+            encoded: Cell::new(0),
             wake_writer: Notify::new(),
             wake_reader: Notify::new(),
             outstanding: Cell::new(0),
             max_outstanding,
-            closed: Cell::new(false),
+            shared: Arc::new(ConnShared {
+                gone: AtomicBool::new(false),
+                unwritten: AtomicUsize::new(0),
+                budget,
+            }),
         }
     }
 
-    /// Queues a reply for sending.
-    pub fn send(&self, frame: &ResponseFrame) {
+    /// What work done elsewhere on this connection's behalf needs to see of it.
+    pub fn shared(&self) -> &Arc<ConnShared> {
+        &self.shared
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.shared.is_gone()
+    }
+
+    /// Queues a reply for sending (dropped if the connection is closed).
+    pub fn send(&self, frame: ResponseFrame) {
         let left = self.outstanding.get().saturating_sub(1);
         self.outstanding.set(left);
         if left + 1 == self.max_outstanding {
             self.wake_reader.notify_one();
         }
-        if self.closed.get() {
+        if self.is_closed() {
             return;
         }
-        if let Err(err) = codec::encode_response(frame, &mut self.out.borrow_mut()) {
-            log::warn!("connection {}: cannot encode a reply: {err:?}", self.id);
+        let mut parked = self.parked.borrow_mut();
+        if !parked.is_empty() || self.encoded.get() >= self.shared.budget.per_connection {
+            let size = parked_size(&frame);
+            self.shared.add(size);
+            parked.push_back((frame, size));
             return;
         }
+        drop(parked);
+        self.encode(&frame);
         self.wake_writer.notify_one();
+    }
+
+    fn encode(&self, frame: &ResponseFrame) {
+        let added = {
+            let mut out = self.out.borrow_mut();
+            let before = out.len();
+            if let Err(err) = codec::encode_response(frame, &mut out) {
+                log::warn!("connection {}: cannot encode a reply: {err:?}", self.id);
+                return;
+            }
+            out.len() - before
+        };
+        self.encoded.set(self.encoded.get() + added);
+        self.shared.add(added);
+    }
+
+    /// Encodes parked replies while the encoded bytes are under the budget.
+    fn unpark(&self) {
+        loop {
+            if self.encoded.get() >= self.shared.budget.per_connection {
+                return;
+            }
+            let Some((frame, size)) = self.parked.borrow_mut().pop_front() else {
+                return;
+            };
+            self.shared.sub(size);
+            self.encode(&frame);
+        }
     }
 
     fn request_started(&self) {
         self.outstanding.set(self.outstanding.get() + 1);
     }
+
+    /// Whether this connection must not decode more requests now: too many unanswered, or too
+    /// many reply bytes unwritten (its own, or the shard's while it holds some of them).
+    fn must_wait(&self) -> bool {
+        let unwritten = self.shared.unwritten();
+        self.outstanding.get() >= self.max_outstanding
+            || unwritten >= self.shared.budget.per_connection
+            || (unwritten > 0 && self.shared.budget.over())
+    }
+
+    /// `n` reply bytes reached the socket.
+    fn written(&self, n: usize) {
+        self.encoded.set(self.encoded.get() - n);
+        self.shared.sub(n);
+        self.wake_reader.notify_one();
+    }
+
+    /// Closes the connection: drops what is queued and wakes both halves.
+    fn close(&self) {
+        if self.shared.gone.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let dropped = {
+            let mut out = self.out.borrow_mut();
+            let n = out.len();
+            *out = BytesMut::new();
+            n
+        };
+        self.encoded.set(self.encoded.get() - dropped);
+        let parked: usize = self.parked.take().iter().map(|(_, size)| size).sum();
+        self.shared.sub(dropped + parked);
+        self.wake_writer.notify_one();
+        self.wake_reader.notify_one();
+    }
 }
 
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // Bytes still counted (a writer stopped mid-write) go back to the shard's budget.
+        self.shared.sub(self.shared.unwritten());
+    }
+}
+
+/// Bad frames are logged at most this often (with a count of those not logged).
+static BAD_FRAMES: LogLimiter = LogLimiter::new(Duration::from_secs(10), 5);
+
 /// Serves one connection until the peer closes it, it sends a bad frame, or the shard stops.
-pub async fn serve(shard: Rc<RefCell<Shard>>, stream: TcpStream, conn: Rc<Conn>, max_frame: usize) {
+pub async fn serve<S: RequestSink + 'static>(
+    shard: Rc<RefCell<S>>,
+    stream: TcpStream,
+    conn: Rc<Conn>,
+    max_frame: usize,
+) {
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
     let out_conn = conn.clone();
@@ -76,6 +307,11 @@ pub async fn serve(shard: Rc<RefCell<Shard>>, stream: TcpStream, conn: Rc<Conn>,
         loop {
             out_conn.wake_writer.notified().await;
             loop {
+                if out_conn.is_closed() {
+                    let _ = writer.shutdown().await;
+                    return;
+                }
+                out_conn.unpark();
                 let data = {
                     let mut out = out_conn.out.borrow_mut();
                     if out.is_empty() {
@@ -84,24 +320,28 @@ pub async fn serve(shard: Rc<RefCell<Shard>>, stream: TcpStream, conn: Rc<Conn>,
                     out.split().freeze()
                 };
                 if writer.write_all(&data).await.is_err() {
-                    out_conn.closed.set(true);
+                    out_conn.written(data.len());
+                    out_conn.close();
                     return;
                 }
-            }
-            if out_conn.closed.get() {
-                let _ = writer.shutdown().await;
-                return;
+                out_conn.written(data.len());
             }
         }
     });
     let mut decoder = RequestDecoder::new(max_frame);
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut buf = BytesMut::new();
     'read: loop {
-        while conn.outstanding.get() >= conn.max_outstanding {
-            conn.wake_reader.notified().await;
+        // Backpressure from this connection's replies: leave the bytes in the socket (TCP
+        // pushes back on the client) until they drain. A shard-wide excess has no single
+        // waker, so it is re-checked on a short timer.
+        while conn.must_wait() && !conn.is_closed() {
+            let woken = conn.wake_reader.notified();
+            let _ = tokio::time::timeout(Duration::from_millis(5), woken).await;
         }
-        // The shard is out of journal buffers or write cache: leave the bytes in the socket
-        // (TCP pushes back on the client) until it can take more.
+        if conn.is_closed() {
+            break;
+        }
+        // The shard is out of journal buffers or write cache: same, until it can take more.
         loop {
             let (blocked, notify) = {
                 let s = shard.borrow();
@@ -113,7 +353,39 @@ pub async fn serve(shard: Rc<RefCell<Shard>>, stream: TcpStream, conn: Rc<Conn>,
             let woken = notify.notified();
             tokio::pin!(woken);
             // A timer guards against a missed wake-up; the check is cheap.
-            let _ = tokio::time::timeout(std::time::Duration::from_millis(5), woken).await;
+            let _ = tokio::time::timeout(Duration::from_millis(5), woken).await;
+        }
+        // Decode what is buffered first; read the socket only once it is used up.
+        let mut stopped_early = false;
+        {
+            let mut shard = shard.borrow_mut();
+            loop {
+                if conn.must_wait() || conn.is_closed() {
+                    stopped_early = true;
+                    break;
+                }
+                match decoder.decode(&mut buf) {
+                    Ok(Some(frame)) => {
+                        conn.request_started();
+                        shard.dispatch(frame, &conn);
+                    }
+                    Ok(None) => break,
+                    Err(err) => {
+                        BAD_FRAMES.warn(|suppressed| {
+                            format!(
+                                "connection {}: closing on a bad frame: {err}{suppressed}",
+                                conn.id
+                            )
+                        });
+                        shard.drive();
+                        break 'read;
+                    }
+                }
+            }
+            shard.drive();
+        }
+        if stopped_early {
+            continue;
         }
         if buf.capacity() - buf.len() < READ_CHUNK / 4 {
             buf.reserve(READ_CHUNK);
@@ -126,25 +398,26 @@ pub async fn serve(shard: Rc<RefCell<Shard>>, stream: TcpStream, conn: Rc<Conn>,
                 break;
             }
         }
-        let mut shard = shard.borrow_mut();
-        loop {
-            match decoder.decode(&mut buf) {
-                Ok(Some(frame)) => {
-                    conn.request_started();
-                    shard.dispatch(frame, &conn);
-                }
-                Ok(None) => break,
-                Err(err) => {
-                    log::warn!("connection {}: closing on a bad frame: {err}", conn.id);
-                    shard.drive();
-                    break 'read;
-                }
-            }
-        }
-        shard.drive();
     }
-    conn.closed.set(true);
-    conn.wake_writer.notify_one();
+    // Replies still queued are sent before the writer shuts the socket down, unless the
+    // connection is gone (then they are dropped).
+    if !conn.is_closed() {
+        drain_then_close(&conn).await;
+    }
+    conn.close();
     shard.borrow_mut().forget_connection(conn.id);
     let _ = writer_task.await;
+}
+
+/// After the peer stopped sending (it may have only shut down its side): lets the requests in
+/// flight finish and the writer send their replies, for a few seconds at most, then closes.
+async fn drain_then_close(conn: &Conn) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while (conn.shared.unwritten() > 0 || conn.outstanding.get() > 0) && !conn.is_closed() {
+        if tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        let woken = conn.wake_reader.notified();
+        let _ = tokio::time::timeout(Duration::from_millis(5), woken).await;
+    }
 }

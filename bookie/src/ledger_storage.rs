@@ -10,6 +10,7 @@
 //! ETOOMANYREQUESTS instead of queuing without end. Replies go straight to the shard holding
 //! the connection.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use tokio::sync::mpsc;
 
 use crate::compaction::{GcRequest, GcRunner, STEP_PAUSE};
 use crate::config::{BookieConfig, GcConfig};
+use crate::conn::ConnShared;
 use crate::ledger::{DiskRead, FrozenBatch, FrozenEntries, LedgerTable};
 use crate::metrics::Metrics;
 use crate::paced::Paced;
@@ -59,6 +61,9 @@ pub struct ReadJob {
     pub read: DiskRead,
     pub origin: usize,
     pub conn_id: u64,
+    /// The connection's state: a read for a closed one is skipped, one for a connection
+    /// over its reply budget waits.
+    pub conn: Arc<ConnShared>,
     pub header: ResponseHeader,
 }
 
@@ -211,17 +216,7 @@ pub fn start(
                 }
             };
             let mut reader = Reader::new(storage, &config);
-            for job in read_rx {
-                let response = execute(&mut reader, &job.view, job.read);
-                reply(
-                    &peers,
-                    job.origin,
-                    job.conn_id,
-                    job.header,
-                    response,
-                    job.timing,
-                );
-            }
+            serve_reads(&mut reader, &read_rx, &peers, read_queue);
         })
         .map_err(|e| format!("cannot start the reader thread: {e}"))?;
     Ok((
@@ -234,6 +229,67 @@ pub fn start(
         recovered,
         done_rx,
     ))
+}
+
+/// The reader thread's loop: cache-miss reads in arrival order, except that a read for a
+/// connection over its reply budget waits (deferred, without blocking the others) until the
+/// connection drains, and a read for a closed connection is skipped.
+fn serve_reads(
+    reader: &mut Reader<RealStorage>,
+    jobs: &std_mpsc::Receiver<ReadJob>,
+    peers: &[ShardHandle],
+    max_deferred: usize,
+) {
+    let mut deferred: VecDeque<ReadJob> = VecDeque::new();
+    loop {
+        for _ in 0..deferred.len() {
+            let job = deferred.pop_front().expect("counted");
+            if job.conn.is_gone() {
+                continue;
+            }
+            if !job.conn.has_room() {
+                deferred.push_back(job);
+                continue;
+            }
+            serve_read(reader, job, peers);
+        }
+        let next = if deferred.is_empty() {
+            jobs.recv().map_err(|_| true)
+        } else if deferred.len() >= max_deferred {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        } else {
+            jobs.recv_timeout(Duration::from_millis(1))
+                .map_err(|e| e == std_mpsc::RecvTimeoutError::Disconnected)
+        };
+        let job = match next {
+            Ok(job) => job,
+            Err(true) => return,
+            Err(false) => continue,
+        };
+        if job.conn.is_gone() {
+            continue;
+        }
+        // Behind an earlier read of the same connection: keep their order.
+        let behind = deferred.iter().any(|d| Arc::ptr_eq(&d.conn, &job.conn));
+        if behind || !job.conn.has_room() {
+            deferred.push_back(job);
+            continue;
+        }
+        serve_read(reader, job, peers);
+    }
+}
+
+fn serve_read(reader: &mut Reader<RealStorage>, job: ReadJob, peers: &[ShardHandle]) {
+    let response = execute(reader, &job.view, job.read);
+    reply(
+        peers,
+        job.origin,
+        job.conn_id,
+        job.header,
+        response,
+        job.timing,
+    );
 }
 
 /// Nice values of the flush and reader threads (shard threads run at 0).

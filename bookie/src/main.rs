@@ -25,6 +25,7 @@ mod ledger_storage;
 mod lock;
 mod metrics;
 mod paced;
+mod ratelimit;
 mod readonly;
 mod record;
 mod server;

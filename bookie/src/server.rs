@@ -26,10 +26,11 @@ use tokio::sync::{mpsc, watch};
 
 use crate::cluster::{ControlPlane, Failure};
 use crate::config::BookieConfig;
-use crate::conn::{self, Conn};
+use crate::conn::{self, Conn, ReplyBudget};
 use crate::http::{Admin, HttpServer};
 use crate::lock::DirLock;
 use crate::metrics::Metrics;
+use crate::ratelimit::LogLimiter;
 use crate::readonly::{spawn_disk_checker, BookieState};
 use crate::shard::{AdminQuery, EventFd, Shard, ShardHandle, ShardInbox, SHARD};
 
@@ -66,6 +67,10 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             replies: rp_tx,
             connections: cn_tx,
             admin: ad_tx,
+            reply_budget: Arc::new(ReplyBudget::new(
+                config.reply_bytes_per_connection,
+                config.reply_bytes_per_shard,
+            )),
         });
         inboxes.push(ShardInbox {
             requests: rq_rx,
@@ -417,7 +422,7 @@ fn shard_main(
                     let (stream, _peer) = match accepted_conn {
                         Ok(a) => a,
                         Err(e) => {
-                            log::warn!("shard {id}: accept failed: {e}");
+                            ACCEPT_FAILED.warn(|more| format!("shard {id}: accept failed: {e}{more}"));
                             tokio::time::sleep(Duration::from_millis(10)).await;
                             continue;
                         }
@@ -439,12 +444,18 @@ fn shard_main(
                 }
             };
             if live.get() >= config.max_connections_per_shard {
-                log::warn!("shard {id}: connection limit reached; refusing a connection");
+                REFUSED.warn(|more| {
+                    format!("shard {id}: connection limit reached; refusing a connection{more}")
+                });
                 drop(stream);
                 continue;
             }
             next_conn += 1;
-            let conn = Rc::new(Conn::new(next_conn, config.max_pending_per_connection));
+            let conn = Rc::new(Conn::new(
+                next_conn,
+                config.max_pending_per_connection,
+                peers[id].reply_budget.clone(),
+            ));
             shard.borrow_mut().register_connection(&conn);
             live.set(live.get() + 1);
             let (s, live, max_frame) = (shard.clone(), live.clone(), config.max_frame_bytes);
@@ -465,6 +476,10 @@ fn shard_main(
         log::info!("shard {id} stopped: {stats:?}");
     });
 }
+
+/// Refused and failed accepts come at a client's pace: logged in summary.
+static REFUSED: LogLimiter = LogLimiter::new(Duration::from_secs(10), 5);
+static ACCEPT_FAILED: LogLimiter = LogLimiter::new(Duration::from_secs(10), 5);
 
 fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     let socket = if addr.is_ipv4() {

@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 
 use crate::compaction::GcRequest;
 use crate::config::BookieConfig;
-use crate::conn::Conn;
+use crate::conn::{Conn, ConnShared, ReplyBudget, RequestSink};
 use crate::ledger::{Answer, Decision, DiskRead, LedgerTable};
 use crate::ledger_storage::{self, FlushJob, LedgerStorageLink, ReadJob, StoreEvent};
 use crate::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
@@ -40,6 +40,8 @@ pub struct RemoteRequest {
     pub frame: RequestFrame,
     /// When the origin shard decoded it (`metrics::now_us`).
     pub since: u64,
+    /// The connection's state: a read for a closed one is not worth doing any more.
+    pub conn: Arc<ConnShared>,
 }
 
 /// A reply travelling back to the shard that holds the connection.
@@ -70,6 +72,9 @@ pub struct ShardHandle {
     /// Accepted connections handed over for balance (round robin over shards).
     pub connections: mpsc::UnboundedSender<std::net::TcpStream>,
     pub admin: mpsc::UnboundedSender<AdminQuery>,
+    /// Reply bytes the shard holds for its connections, not yet written: the reader threads
+    /// wait while it is over budget.
+    pub reply_budget: Arc<ReplyBudget>,
 }
 
 /// The receiving ends, owned by the shard's thread.
@@ -97,10 +102,31 @@ enum Responder {
     Remote {
         origin: usize,
         conn_id: u64,
+        shared: Arc<ConnShared>,
         header: ResponseHeader,
         op: Op,
         since: u64,
     },
+}
+
+impl Responder {
+    /// Whether the connection the reply is for has closed.
+    fn is_gone(&self) -> bool {
+        match self {
+            Responder::Local { conn, .. } => conn.is_closed(),
+            Responder::Remote { shared, .. } => shared.is_gone(),
+        }
+    }
+}
+
+/// Whether a request only reads (nothing changes if it is dropped unanswered).
+fn read_only_request(request: &Request) -> bool {
+    match request {
+        Request::ReadEntry { flag, .. } => *flag != Some(ReadFlag::FenceLedger),
+        Request::BatchReadEntry { fence, .. } => !*fence,
+        Request::ReadLac { .. } | Request::GetListOfEntriesOfLedger { .. } => true,
+        _ => false,
+    }
 }
 
 /// The metrics kind of a request.
@@ -392,6 +418,7 @@ impl Shard {
             conn_id: conn.id,
             frame,
             since,
+            conn: conn.shared().clone(),
         };
         if let Err(err) = self.peers[owner].requests.try_send(remote) {
             self.stats.rejected_busy += 1;
@@ -411,6 +438,7 @@ impl Shard {
         let to = Responder::Remote {
             origin: request.origin,
             conn_id: request.conn_id,
+            shared: request.conn,
             header: request.frame.reply_header(),
             op: op_of(&request.frame.request),
             since: request.since,
@@ -426,12 +454,16 @@ impl Shard {
             self.m().stage(Stage::CacheMissRead, since);
         }
         if let Some(conn) = self.conns.get(&reply.conn_id).and_then(Weak::upgrade) {
-            conn.send(&reply.frame);
+            conn.send(reply.frame);
         }
     }
 
     /// Applies the ledger rules to a request this shard owns.
     fn handle(&mut self, frame: RequestFrame, to: Responder) {
+        if to.is_gone() && read_only_request(&frame.request) {
+            // Nobody will read the answer: drop the work at once.
+            return;
+        }
         let v3 = !frame.header.is_v2();
         let now = now_ms();
         let decision = match &frame.request {
@@ -610,7 +642,7 @@ impl Shard {
 
     /// Hands a cache miss to the shard's reader thread (bounded queue: full means busy).
     fn read_disk(&mut self, read: DiskRead, to: Responder) {
-        let (origin, conn_id, header, timing) = match &to {
+        let (origin, conn_id, conn_state, header, timing) = match &to {
             Responder::Local {
                 conn,
                 header,
@@ -619,18 +651,21 @@ impl Shard {
             } => (
                 self.id,
                 conn.id,
+                conn.shared().clone(),
                 *header,
                 crate::metrics::pack_timing(*op, *since),
             ),
             Responder::Remote {
                 origin,
                 conn_id,
+                shared,
                 header,
                 op,
                 since,
             } => (
                 *origin,
                 *conn_id,
+                shared.clone(),
                 *header,
                 crate::metrics::pack_timing(*op, *since),
             ),
@@ -641,6 +676,7 @@ impl Shard {
             read,
             origin,
             conn_id,
+            conn: conn_state,
             header,
         };
         if let Err(err) = self.store.read_jobs.try_send(job) {
@@ -754,7 +790,7 @@ impl Shard {
                 since,
             } => {
                 self.record(op, since, &reply);
-                conn.send(&ResponseFrame {
+                conn.send(ResponseFrame {
                     header,
                     response: reply,
                 })
@@ -765,6 +801,7 @@ impl Shard {
                 header,
                 op,
                 since,
+                ..
             } => {
                 self.record(op, since, &reply);
                 let frame = ResponseFrame {
@@ -1040,6 +1077,29 @@ impl Shard {
             log::error!("shard {}: final journal flush failed: {err}", self.id);
         }
         self.drive();
+    }
+}
+
+/// How a connection reaches its shard (`conn` does not know the shard).
+impl RequestSink for Shard {
+    fn dispatch(&mut self, frame: RequestFrame, conn: &Rc<Conn>) {
+        Shard::dispatch(self, frame, conn)
+    }
+
+    fn drive(&mut self) {
+        Shard::drive(self)
+    }
+
+    fn is_blocked(&self) -> bool {
+        Shard::is_blocked(self)
+    }
+
+    fn unblocked(&self) -> Rc<tokio::sync::Notify> {
+        Shard::unblocked(self)
+    }
+
+    fn forget_connection(&mut self, id: u64) {
+        Shard::forget_connection(self, id)
     }
 }
 

@@ -109,8 +109,11 @@ impl Drop for Zk {
     }
 }
 
+/// A runtime whose worker keeps driving the ZooKeeper session (pings) between the test's
+/// `block_on` calls: on a current-thread runtime a long wait lets the session time out.
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
         .enable_all()
         .build()
         .expect("runtime")
