@@ -20,30 +20,8 @@ use storage::Storage;
 use tokio::sync::mpsc;
 
 use crate::config::GcConfig;
-use crate::ledger_storage::StoreEvent;
+use crate::mailbox::{GcRequest, StoreEvent};
 use crate::metrics::Metrics;
-
-/// A request to collect garbage (sent by the GC driver to each shard, which forwards it to
-/// its flush thread right after the flush that persists the latest ledger deletions).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GcRequest {
-    /// Compact now, whatever the intervals say (`PUT /api/v1/bookie/gc`).
-    pub force: bool,
-    /// With `force`: which compaction (`forceMajor` / `forceMinor` of the PUT body).
-    pub force_major: bool,
-    pub force_minor: bool,
-}
-
-impl GcRequest {
-    /// Two pending requests as one.
-    pub fn merge(self, other: GcRequest) -> GcRequest {
-        GcRequest {
-            force: self.force || other.force,
-            force_major: self.force_major || other.force_major,
-            force_minor: self.force_minor || other.force_minor,
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {

@@ -19,8 +19,7 @@ use std::time::Duration;
 use metadata::MetadataConfig;
 use tokio::sync::{oneshot, Notify};
 
-use crate::compaction::GcRequest;
-use crate::shard::{AdminQuery, ShardHandle};
+use crate::mailbox::{AdminQuery, GcRequest, ShardHandle};
 
 /// What the HTTP server and the driver share: at most one pending request (later ones merge
 /// into it, so a flood of PUTs costs nothing), and a wake-up.

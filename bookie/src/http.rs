@@ -29,12 +29,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::compaction::GcRequest;
 use crate::config::BookieConfig;
 use crate::gc::GcTrigger;
+use crate::mailbox::{AdminQuery, GcRequest, ShardHandle};
 use crate::metrics::Metrics;
 use crate::readonly::{disk_usage, BookieState};
-use crate::shard::{AdminQuery, ShardHandle};
 
 const MAX_HEAD: usize = 16 << 10;
 const MAX_BODY: usize = 64 << 10;

@@ -16,56 +16,17 @@ use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use entrylog::{FlushStats, LedgerStore, LedgerStoreConfig, ReadView, Reader, Recovered};
+use entrylog::{LedgerStore, LedgerStoreConfig, ReadView, Reader, Recovered};
 use net::{availability, Response, ResponseFrame, ResponseHeader, StatusCode};
 use storage::RealStorage;
 use tokio::sync::mpsc;
 
-use crate::compaction::{GcRequest, GcRunner, STEP_PAUSE};
+use crate::compaction::{GcRunner, STEP_PAUSE};
 use crate::config::{BookieConfig, GcConfig};
-use crate::conn::ConnShared;
-use crate::ledger::{DiskRead, FrozenBatch, FrozenEntries, LedgerTable};
+use crate::ledger::{DiskRead, LedgerTable};
+use crate::mailbox::{FlushJob, ReadJob, RemoteReply, ShardHandle, StoreEvent};
 use crate::metrics::Metrics;
 use crate::paced::Paced;
-use crate::shard::{RemoteReply, ShardHandle};
-
-/// What the flush thread tells its shard.
-pub enum StoreEvent {
-    /// A flush completed: its entries are in the store, the journal may go up to `mark`.
-    Flushed {
-        mark: u64,
-        view: Arc<ReadView>,
-        stats: FlushStats,
-    },
-    /// Garbage collection published a new view (read through it from now on).
-    View(Arc<ReadView>),
-    /// A flush or garbage collection failed: the shard turns read-only.
-    Failed(String),
-}
-
-/// Work for a flush thread.
-pub enum FlushJob {
-    /// Persist a frozen write cache.
-    Flush(FrozenBatch),
-    /// Free the entries of a cache whose flush completed.
-    Dispose(FrozenEntries),
-    /// Collect garbage (after the flush that persisted the latest deletions).
-    Gc(GcRequest),
-}
-
-/// A cache-miss read and where its reply goes.
-pub struct ReadJob {
-    /// The request's kind and start (`metrics::pack_timing`), for the origin's metrics.
-    pub timing: u64,
-    pub view: Arc<ReadView>,
-    pub read: DiskRead,
-    pub origin: usize,
-    pub conn_id: u64,
-    /// The connection's state: a read for a closed one is skipped, one for a connection
-    /// over its reply budget waits.
-    pub conn: Arc<ConnShared>,
-    pub header: ResponseHeader,
-}
 
 /// A shard's handles on its ledger-storage threads.
 pub struct LedgerStorageLink {

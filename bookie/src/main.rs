@@ -23,6 +23,7 @@ mod inspect;
 mod ledger;
 mod ledger_storage;
 mod lock;
+mod mailbox;
 mod metrics;
 mod paced;
 mod ratelimit;

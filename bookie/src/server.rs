@@ -29,10 +29,11 @@ use crate::config::BookieConfig;
 use crate::conn::{self, Conn, ReplyBudget};
 use crate::http::{Admin, HttpServer};
 use crate::lock::DirLock;
+use crate::mailbox::{AdminQuery, ShardHandle, ShardInbox};
 use crate::metrics::Metrics;
 use crate::ratelimit::LogLimiter;
 use crate::readonly::{spawn_disk_checker, BookieState};
-use crate::shard::{AdminQuery, EventFd, Shard, ShardHandle, ShardInbox, SHARD};
+use crate::shard::{EventFd, Shard, SHARD};
 
 /// Runs the bookie until a signal stops it. The error carries the process exit code (1, or 4
 /// when the ZooKeeper registration failed).

@@ -24,66 +24,16 @@ use net::{
 use storage::{DriverKind, RealStorage, Storage};
 use tokio::sync::mpsc;
 
-use crate::compaction::GcRequest;
 use crate::config::BookieConfig;
-use crate::conn::{Conn, ConnShared, ReplyBudget, RequestSink};
+use crate::conn::{Conn, ConnShared, RequestSink};
 use crate::ledger::{Answer, Decision, DiskRead, LedgerTable};
-use crate::ledger_storage::{self, FlushJob, LedgerStorageLink, ReadJob, StoreEvent};
+use crate::ledger_storage::{self, LedgerStorageLink};
+use crate::mailbox::{
+    FlushJob, GcRequest, ReadJob, RemoteReply, RemoteRequest, ShardHandle, StoreEvent,
+};
 use crate::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
 use crate::readonly::BookieState;
 use crate::record::{JournalRecord, HEADER_MAX};
-
-/// A request for a ledger another shard owns.
-pub struct RemoteRequest {
-    pub origin: usize,
-    pub conn_id: u64,
-    pub frame: RequestFrame,
-    /// When the origin shard decoded it (`metrics::now_us`).
-    pub since: u64,
-    /// The connection's state: a read for a closed one is not worth doing any more.
-    pub conn: Arc<ConnShared>,
-}
-
-/// A reply travelling back to the shard that holds the connection.
-pub struct RemoteReply {
-    pub conn_id: u64,
-    pub frame: ResponseFrame,
-    /// A reply from the reader thread: `metrics::pack_timing` of the request, for the origin
-    /// shard to record (0: recorded already).
-    pub timing: u64,
-}
-
-/// Questions the HTTP admin thread asks a shard, answered between requests.
-pub enum AdminQuery {
-    /// The ids of the ledgers the shard holds.
-    ListLedgers(tokio::sync::oneshot::Sender<Vec<i64>>),
-    /// Garbage collection: drop these ledgers (deleted from the cluster); answers how many
-    /// were here.
-    DeleteLedgers(Vec<i64>, tokio::sync::oneshot::Sender<usize>),
-    /// Garbage collection: collect and maybe compact after the next flush.
-    Gc(GcRequest),
-}
-
-/// How other shards reach this one.
-#[derive(Clone)]
-pub struct ShardHandle {
-    pub requests: mpsc::Sender<RemoteRequest>,
-    pub replies: mpsc::UnboundedSender<RemoteReply>,
-    /// Accepted connections handed over for balance (round robin over shards).
-    pub connections: mpsc::UnboundedSender<std::net::TcpStream>,
-    pub admin: mpsc::UnboundedSender<AdminQuery>,
-    /// Reply bytes the shard holds for its connections, not yet written: the reader threads
-    /// wait while it is over budget.
-    pub reply_budget: Arc<ReplyBudget>,
-}
-
-/// The receiving ends, owned by the shard's thread.
-pub struct ShardInbox {
-    pub requests: mpsc::Receiver<RemoteRequest>,
-    pub replies: mpsc::UnboundedReceiver<RemoteReply>,
-    pub connections: mpsc::UnboundedReceiver<std::net::TcpStream>,
-    pub admin: mpsc::UnboundedReceiver<AdminQuery>,
-}
 
 /// Which shard owns `ledger`.
 pub fn shard_of(ledger: i64, shards: usize) -> usize {

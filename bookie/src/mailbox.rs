@@ -1,0 +1,129 @@
+//! The messages the bookie's threads exchange, and the handles they send them through.
+//!
+//! A shard owns its ledgers and connections; everything else talks to it by message: other
+//! shards (requests for the ledgers it owns, replies for its connections, handed-over
+//! connections), the HTTP admin and GC threads (admin queries), its flush thread (flushed
+//! batches, new read views, failures) and the reader threads (cache-miss read results). Keeping
+//! the message types here, apart from their senders and receivers, is what lets `shard`,
+//! `ledger_storage`, `compaction`, `gc` and `http` depend on this module instead of on each other.
+
+use std::sync::Arc;
+
+use entrylog::{FlushStats, ReadView};
+use net::{RequestFrame, ResponseFrame, ResponseHeader};
+use tokio::sync::mpsc;
+
+use crate::conn::{ConnShared, ReplyBudget};
+use crate::ledger::{DiskRead, FrozenBatch, FrozenEntries};
+
+/// A request for a ledger another shard owns.
+pub struct RemoteRequest {
+    pub origin: usize,
+    pub conn_id: u64,
+    pub frame: RequestFrame,
+    /// When the origin shard decoded it (`metrics::now_us`).
+    pub since: u64,
+    /// The connection's state: a read for a closed one is not worth doing any more.
+    pub conn: Arc<ConnShared>,
+}
+
+/// A reply travelling back to the shard that holds the connection.
+pub struct RemoteReply {
+    pub conn_id: u64,
+    pub frame: ResponseFrame,
+    /// A reply from the reader thread: `metrics::pack_timing` of the request, for the origin
+    /// shard to record (0: recorded already).
+    pub timing: u64,
+}
+
+/// Questions the HTTP admin thread asks a shard, answered between requests.
+pub enum AdminQuery {
+    /// The ids of the ledgers the shard holds.
+    ListLedgers(tokio::sync::oneshot::Sender<Vec<i64>>),
+    /// Garbage collection: drop these ledgers (deleted from the cluster); answers how many
+    /// were here.
+    DeleteLedgers(Vec<i64>, tokio::sync::oneshot::Sender<usize>),
+    /// Garbage collection: collect and maybe compact after the next flush.
+    Gc(GcRequest),
+}
+
+/// How other shards reach this one.
+#[derive(Clone)]
+pub struct ShardHandle {
+    pub requests: mpsc::Sender<RemoteRequest>,
+    pub replies: mpsc::UnboundedSender<RemoteReply>,
+    /// Accepted connections handed over for balance (round robin over shards).
+    pub connections: mpsc::UnboundedSender<std::net::TcpStream>,
+    pub admin: mpsc::UnboundedSender<AdminQuery>,
+    /// Reply bytes the shard holds for its connections, not yet written: the reader threads
+    /// wait while it is over budget.
+    pub reply_budget: Arc<ReplyBudget>,
+}
+
+/// The receiving ends, owned by the shard's thread.
+pub struct ShardInbox {
+    pub requests: mpsc::Receiver<RemoteRequest>,
+    pub replies: mpsc::UnboundedReceiver<RemoteReply>,
+    pub connections: mpsc::UnboundedReceiver<std::net::TcpStream>,
+    pub admin: mpsc::UnboundedReceiver<AdminQuery>,
+}
+
+/// A request to collect garbage (sent by the GC driver to each shard, which forwards it to
+/// its flush thread right after the flush that persists the latest ledger deletions).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GcRequest {
+    /// Compact now, whatever the intervals say (`PUT /api/v1/bookie/gc`).
+    pub force: bool,
+    /// With `force`: which compaction (`forceMajor` / `forceMinor` of the PUT body).
+    pub force_major: bool,
+    pub force_minor: bool,
+}
+
+impl GcRequest {
+    /// Two pending requests as one.
+    pub fn merge(self, other: GcRequest) -> GcRequest {
+        GcRequest {
+            force: self.force || other.force,
+            force_major: self.force_major || other.force_major,
+            force_minor: self.force_minor || other.force_minor,
+        }
+    }
+}
+
+/// What the flush thread tells its shard.
+pub enum StoreEvent {
+    /// A flush completed: its entries are in the store, the journal may go up to `mark`.
+    Flushed {
+        mark: u64,
+        view: Arc<ReadView>,
+        stats: FlushStats,
+    },
+    /// Garbage collection published a new view (read through it from now on).
+    View(Arc<ReadView>),
+    /// A flush or garbage collection failed: the shard turns read-only.
+    Failed(String),
+}
+
+/// Work for a flush thread.
+pub enum FlushJob {
+    /// Persist a frozen write cache.
+    Flush(FrozenBatch),
+    /// Free the entries of a cache whose flush completed.
+    Dispose(FrozenEntries),
+    /// Collect garbage (after the flush that persisted the latest deletions).
+    Gc(GcRequest),
+}
+
+/// A cache-miss read and where its reply goes.
+pub struct ReadJob {
+    /// The request's kind and start (`metrics::pack_timing`), for the origin's metrics.
+    pub timing: u64,
+    pub view: Arc<ReadView>,
+    pub read: DiskRead,
+    pub origin: usize,
+    pub conn_id: u64,
+    /// The connection's state: a read for a closed one is skipped, one for a connection
+    /// over its reply budget waits.
+    pub conn: Arc<ConnShared>,
+    pub header: ResponseHeader,
+}
