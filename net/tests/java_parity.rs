@@ -151,6 +151,11 @@ fn what_protobuf_java_rejects() {
             "0a06080310071801 c206020805 9303 9503 9403",
             protobuf(ProtobufError::Truncated),
         ),
+        // A length whose 32 low bits are negative.
+        (
+            "0a06080310071801 c206 8080808008 0805",
+            protobuf(ProtobufError::NegativeLength),
+        ),
         // An 11-byte varint.
         (
             "0a06080310071801 c2060c 08ffffffffffffffffff8001",
@@ -205,8 +210,40 @@ fn what_protobuf_java_accepts() {
         ("0a06080310071801 c206020805 0a021063", read_lac(1, 5)),
         // A sub-message of another operation, valid, is checked and ignored.
         ("0a06080310071801 c206020805 ca0600", read_lac(1, 5)),
+        // A length varint is read as 32 bits: 10 bytes whose low 32 bits say 2.
+        (
+            "0a06080310071801 c206 82808080f0ffffffff01 0805",
+            read_lac(1, 5),
+        ),
+        // The largest field number (2^29 - 1), as a bytes field and as a group.
+        ("0a06080310071801 c206020805 faffffff0f00", read_lac(1, 5)),
+        (
+            "0a06080310071801 c206020805 fbffffff0f fcffffff0f",
+            read_lac(1, 5),
+        ),
     ];
     for (body, expected) in rows {
         assert_eq!(&decode(body).unwrap(), expected, "{body}");
+    }
+}
+
+/// Goal: a proto2 `string` is not checked for UTF-8 (protobuf-java 3.25 and LightProto
+/// both accept `ff fe` as `authPluginName`; Java reads it with replacement characters,
+/// we keep the bytes, and neither matches a configured plugin name).
+#[test]
+fn strings_are_not_checked_for_utf8() {
+    for (body, name) in [
+        ("0a06080310051801 b20606 0a02fffe 1200", &b"\xff\xfe"[..]),
+        ("0a06080310051801 b20606 0a02c328 1200", &b"\xc3("[..]),
+    ] {
+        let frame = decode(body).unwrap();
+        assert_eq!(
+            frame.request,
+            Request::Auth(net::AuthMessage {
+                auth_plugin_name: Bytes::copy_from_slice(name),
+                payload: Bytes::new(),
+            }),
+            "{body}"
+        );
     }
 }
