@@ -15,7 +15,8 @@
 //!   overwrites it (clients re-send identical entries during ensemble changes and recovery).
 //! - The LAC is the highest writer LAC carried by stored entries (body bytes 16..24, big
 //!   endian), or set by WRITE_LAC (blob bytes 8..16); it never moves back.
-//! - Absent data is ENOLEDGER (unknown ledger) or ENOENTRY (known ledger), never EIO.
+//! - Absent data is ENOLEDGER (unknown ledger) or ENOENTRY (known ledger), never EIO; READ_LAC
+//!   answers ENOENTRY for an unknown ledger too, as Java does.
 //! - A full write cache holds adds back instead of refusing them, as Java's DbLedgerStorage
 //!   does (it waits up to `dbStorage_maxThrottleTimeMs` for a flush): at the cache's size the
 //!   shard stops reading sockets, and the adds it had already read still go in, into an
@@ -791,14 +792,14 @@ impl LedgerTable {
     }
 
     /// READ_LAC: the explicit-LAC blob and the last entry, whichever exist.
+    ///
+    /// An unknown ledger gets ENOENTRY, not ENOLEDGER: Java's `ReadLacProcessorV3` notes
+    /// ENOLEDGER from both look-ups and then overrides it with ENOENTRY because it found
+    /// neither a blob nor an entry (the same on DbLedgerStorage and the interleaved
+    /// storage, which both throw `NoLedgerException` from the read-only handle).
     pub fn read_lac(&self, ledger: i64) -> Decision {
         let Some(l) = self.ledgers.get(&ledger) else {
-            return Decision::Reply(Response::ReadLac {
-                status: StatusCode::ENOLEDGER,
-                ledger_id: ledger,
-                lac_body: None,
-                last_entry_body: None,
-            });
+            return Decision::Reply(Self::read_lac_reply(ledger, None, None));
         };
         let lac_body = l.explicit_lac.clone();
         let last = self.last_entry_id(ledger, l);
@@ -1064,7 +1065,6 @@ mod tests {
     #[test]
     fn explicit_lac() {
         let mut t = LedgerTable::new(1 << 30);
-        assert_eq!(status(&t.read_lac(8)), StatusCode::ENOLEDGER);
         let mut blob = Vec::new();
         blob.extend_from_slice(&8i64.to_be_bytes());
         blob.extend_from_slice(&41i64.to_be_bytes());
@@ -1084,6 +1084,35 @@ mod tests {
             status(&t.write_lac(8, &key(2), Bytes::from(blob), 0)),
             StatusCode::EUA
         );
+    }
+
+    /// READ_LAC answers as Java's ReadLacProcessorV3 does: ENOENTRY, never ENOLEDGER, when it
+    /// finds neither an explicit LAC nor an entry, whether the ledger is unknown, known
+    /// without data (created by a fence read), or deleted.
+    #[test]
+    fn read_lac_without_lac_or_entry_is_enoentry() {
+        let mut t = LedgerTable::new(1 << 30);
+        let unknown = match t.read_lac(8) {
+            Decision::Reply(reply) => reply,
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(
+            unknown,
+            Response::ReadLac {
+                status: StatusCode::ENOENTRY,
+                ledger_id: 8,
+                lac_body: None,
+                last_entry_body: None,
+            }
+        );
+        let fence = Some(ReadFlag::FenceLedger);
+        t.read(9, LAST_ENTRY, fence, Some(&key(1)), None, None, true);
+        assert!(t.get(9).is_some());
+        assert_eq!(status(&t.read_lac(9)), StatusCode::ENOENTRY);
+        t.add(10, 0, &key(1), body(10, 0, -1), false, 0);
+        assert_eq!(status(&t.read_lac(10)), StatusCode::EOK);
+        t.delete(10);
+        assert_eq!(status(&t.read_lac(10)), StatusCode::ENOENTRY);
     }
 
     /// Freezing hands every cached entry and every ledger's metadata to a flush; the frozen

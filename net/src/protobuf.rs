@@ -6,10 +6,14 @@
 //! frame and hands out `Bytes` slices of it for `bytes`/`string` fields, so payloads
 //! are never copied.
 //!
-//! Parsing follows protobuf-java: a varint may take up to 10 bytes and bits past 64
-//! are dropped; 32-bit fields truncate; a field whose wire type is not the declared
-//! one is treated as an unknown field; groups are skipped (up to protobuf-java's
-//! depth limit of 100).
+//! Parsing follows protobuf-java 3.25 (BookKeeper up to 4.17), checked against it
+//! byte for byte (net/fuzz/differential): a varint may take up to 10 bytes; a 10-byte
+//! varint has bit 63 set whatever its last byte holds (see [`Reader::varint`]); 32-bit
+//! fields truncate; field number 0 is an error; a field whose wire type is not the
+//! declared one is treated as an unknown field; groups are skipped (up to
+//! protobuf-java's recursion limit of 100, which enclosing messages count against). LightProto (BookKeeper 4.18+) differs on
+//! malformed input only: it skips field number 0, rejects groups, reads the 10th
+//! varint byte's low bit, and replaces rather than merges a repeated sub-message.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -41,6 +45,10 @@ pub(crate) struct Reader<'a> {
     data: &'a Bytes,
     pos: usize,
     end: usize,
+    /// How many messages enclose this one. protobuf-java counts embedded messages and
+    /// groups against one recursion limit, so a group inside a sub-message may nest
+    /// one level less than a group at the top.
+    depth: u32,
 }
 
 impl<'a> Reader<'a> {
@@ -50,6 +58,7 @@ impl<'a> Reader<'a> {
             data,
             pos: 0,
             end: data.len(),
+            depth: 0,
         }
     }
 
@@ -60,13 +69,22 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads a varint of up to 10 bytes.
+    ///
+    /// The 10th byte only has to end the varint: its value is ignored and bit 63 is
+    /// set, because protobuf-java's fast path (`readRawVarint64`, taken whenever the
+    /// varint lies inside its buffer) keeps the 9th byte's continuation bit as bit 63
+    /// and never adds the 10th byte in. A Java writer always ends a 10-byte varint
+    /// with `01`, which reads the same either way.
     #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, ProtobufError> {
         let bytes = &self.data[self.pos..self.end];
         let mut value: u64 = 0;
         for (index, &byte) in bytes.iter().take(10).enumerate() {
-            // Bits past 64 (the high bits of the 10th byte) are dropped.
-            value |= u64::from(byte & 0x7f) << (7 * index);
+            value |= if index == 9 {
+                1 << 63
+            } else {
+                u64::from(byte & 0x7f) << (7 * index)
+            };
             if byte < 0x80 {
                 self.pos += index + 1;
                 return Ok(value);
@@ -134,12 +152,13 @@ impl<'a> Reader<'a> {
             data: self.data,
             pos: start,
             end,
+            depth: self.depth + 1,
         })
     }
 
     /// Skips the value of a field with `wire_type` whose tag has been read.
     pub(crate) fn skip(&mut self, field: u32, wire_type: u32) -> Result<(), ProtobufError> {
-        self.skip_at_depth(field, wire_type, 0)
+        self.skip_at_depth(field, wire_type, self.depth)
     }
 
     fn skip_at_depth(

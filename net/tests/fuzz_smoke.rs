@@ -200,8 +200,52 @@ fn oversized_prefix_is_refused_without_allocating() {
     }
 }
 
+/// Checks the canonical-form promise for one response body: if it decodes, it
+/// re-encodes, and that decodes to the same value, except a v2 EUNKNOWNLEDGERSTATE,
+/// which is written as EIO on purpose (Java v2 clients close on rc 107). Mirrors the
+/// `decode_response` cargo-fuzz target.
+fn check_response_round_trip(body: &Bytes) -> bool {
+    let Ok(frame) = net::codec::decode_response(body) else {
+        return false;
+    };
+    let mut encoded = BytesMut::new();
+    encode_response(&frame, &mut encoded)
+        .unwrap_or_else(|error| panic!("{frame:?} does not re-encode: {error}"));
+    let again = net::codec::decode_response(&Bytes::copy_from_slice(&encoded[4..])).unwrap();
+    if again != frame {
+        let folded = matches!(frame.header, net::ResponseHeader::V2 { .. })
+            && frame.response.status() == net::StatusCode::EUNKNOWNLEDGERSTATE
+            && again.response.status() == net::StatusCode::EIO;
+        assert!(folded, "{frame:?} came back as {again:?}");
+        let mut twice = BytesMut::new();
+        encode_response(&again, &mut twice).unwrap();
+        assert_eq!(twice, encoded);
+    }
+    true
+}
+
+/// Goal: the first input the `decode_response` fuzz target failed on, a v2 batch-read
+/// response with rc 107, is read as EUNKNOWNLEDGERSTATE and written back as EIO, and
+/// nothing else about it changes.
+#[test]
+fn v2_unknown_ledger_state_response_folds_into_eio() {
+    let mut frame = vec![
+        0xe7, 0x07, 0, 0, 0, 0, 0, 0x6b, 0x08, 0x27, 0x03, 0xd7, 0x21, 0, 0, 0, 0x27, 0x03, 0xd7,
+        0x21, 0, 0, 0, 0x21, 0xff, 0, 0, 0x4a,
+    ];
+    frame.extend_from_slice(&[0; 8]);
+    let body = Bytes::from(frame);
+    let decoded = net::codec::decode_response(&body).unwrap();
+    assert_eq!(
+        decoded.response.status(),
+        net::StatusCode::EUNKNOWNLEDGERSTATE
+    );
+    assert!(check_response_round_trip(&body));
+}
+
 /// Goal: the client survives hostile responses the same way: no panic, and the
-/// connection is either served or failed.
+/// connection is either served or failed; and every response body that decodes
+/// keeps its value through a re-encode.
 #[test]
 fn fuzz_smoke_client_decoder() {
     let mut rng = Rng::new(0xc0de);
@@ -213,6 +257,7 @@ fn fuzz_smoke_client_decoder() {
         })
         .collect();
     let mut failed = 0;
+    let mut round_trips = 0;
     for _ in 0..20_000 {
         let seed_frame = &corpus[rng.below(corpus.len() as u64) as usize];
         let other = &corpus[rng.below(corpus.len() as u64) as usize];
@@ -234,6 +279,10 @@ fn fuzz_smoke_client_decoder() {
             time_out: None,
         };
         client.send_v2(read, false).unwrap();
+        let mut frames = BytesMut::from(&input[..]);
+        while let Ok(Some(body)) = net::frame::split_frame(&mut frames, MAX_FRAME_SIZE) {
+            round_trips += usize::from(check_response_round_trip(&body));
+        }
         client.receive(&input);
         loop {
             match client.poll_response() {
@@ -249,8 +298,11 @@ fn fuzz_smoke_client_decoder() {
             }
         }
     }
-    eprintln!("client fuzz smoke: {failed} of 20000 connections failed");
+    eprintln!(
+        "client fuzz smoke: {failed} of 20000 connections failed, {round_trips} responses round-tripped"
+    );
     assert!(failed > 1000, "failed {failed}");
+    assert!(round_trips > 1000, "round trips {round_trips}");
 }
 
 fn add_request_frames(count: usize, v2: bool) -> BytesMut {

@@ -1,7 +1,7 @@
 //! cargo-fuzz target for the server-side decoder: arbitrary bytes as they would
 //! arrive on a bookie connection.
 //!
-//! Run: `cd net/fuzz && cargo +nightly fuzz run decode_request`.
+//! Run: `cd net/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none decode_request`.
 //!
 //! Properties, beyond "no panic, no hang": the frame limit is enforced from the
 //! prefix, and every frame the decoder accepts re-encodes and decodes to the same
