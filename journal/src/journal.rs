@@ -137,6 +137,8 @@ pub struct Journal<S: Storage> {
     free: Vec<String>,
     /// A trim renamed or removed files since the last directory sync.
     trim_unsynced: bool,
+    /// [`Journal::close`] ran: no further segment is prepared.
+    closing: bool,
     open: Option<Group>,
     /// Closed groups not yet durable, in log order.
     queue: VecDeque<Group>,
@@ -156,13 +158,26 @@ impl<S: Storage> Journal<S> {
     /// or after `replay_from` (the checkpoint mark) in order, seals the recovered tail, and
     /// prepares a fresh segment for new records.
     pub fn open(
-        mut storage: S,
+        storage: S,
         config: JournalConfig,
         replay_from: Lsn,
         visit: &mut dyn FnMut(Lsn, &[u8]),
     ) -> Result<Journal<S>, JournalError> {
+        Journal::open_observing(storage, config, replay_from, visit, &mut |_, _| {})
+    }
+
+    /// As [`Journal::open`]; when recovery finds corruption, `visit_lost` also sees every valid
+    /// data record after the corrupt position (before open fails in Strict mode, or before the
+    /// tolerant mode cuts them off), so the caller can say what they held.
+    pub fn open_observing(
+        mut storage: S,
+        config: JournalConfig,
+        replay_from: Lsn,
+        visit: &mut dyn FnMut(Lsn, &[u8]),
+        visit_lost: &mut dyn FnMut(Lsn, &[u8]),
+    ) -> Result<Journal<S>, JournalError> {
         config.validate().map_err(JournalError::Config)?;
-        let rec = recovery::recover(&mut storage, &config, replay_from, visit)?;
+        let rec = recovery::recover(&mut storage, &config, replay_from, visit, visit_lost)?;
         if let Some(seal) = &rec.seal {
             let name = segment_file_name(seal.id);
             let io = |error| JournalError::Io {
@@ -232,6 +247,7 @@ impl<S: Storage> Journal<S> {
             live: rec.live.into(),
             free,
             trim_unsynced: false,
+            closing: false,
             open: None,
             queue: VecDeque::with_capacity(buffers + 2),
             next_group_seq: 0,
@@ -392,6 +408,37 @@ impl<S: Storage> Journal<S> {
             self.wait(None)?;
         }
         self.check_stopped()
+    }
+
+    /// Clean shutdown: makes everything appended durable and seals the active segment, so the
+    /// next open finds a complete log and has nothing to repair. No further segment is
+    /// prepared; appends still work until the new, empty active segment is full.
+    pub fn close(&mut self) -> Result<(), JournalError> {
+        self.flush()?;
+        self.closing = true;
+        let written = self
+            .active
+            .as_ref()
+            .is_some_and(|s| s.write_pos > SEGMENT_HEADER_BYTES);
+        if !written {
+            return Ok(());
+        }
+        loop {
+            match self.rotate() {
+                Ok(()) => break,
+                Err(AppendError::Stopped(e)) => return Err(JournalError::Stopped(e)),
+                Err(_) if self.ready.is_none() && matches!(self.prep, Prep::Idle) => {
+                    // Nothing is being prepared (it cannot be while the journal runs, but a
+                    // clean stop must not hang on it): prepare the segment the seal needs.
+                    if let Err(e) = self.start_prep() {
+                        self.stop(e);
+                    }
+                    self.check_stopped()?;
+                }
+                Err(_) => self.wait(None)?,
+            }
+        }
+        self.flush()
     }
 
     /// Drops complete segments whose records all precede `mark` (they are persisted elsewhere):
@@ -716,7 +763,7 @@ impl<S: Storage> Journal<S> {
                 }
             }
         }
-        if self.ready.is_none() && matches!(self.prep, Prep::Idle) {
+        if !self.closing && self.ready.is_none() && matches!(self.prep, Prep::Idle) {
             if let Err(e) = self.start_prep() {
                 self.stop(e);
             }
