@@ -260,6 +260,10 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                 let mb = v.parse_range(1, 1 << 20)?;
                 c.journal.segment_size_bytes = c.journal.segment_size_bytes.min(mb << 20);
             }
+            "journalRecoveryMode" => {
+                c.journal.recovery_mode =
+                    crate::journal_recovery::parse_mode(v.text()).map_err(|e| v.invalid(&e))?
+            }
             "flushInterval" => c.flush_interval = v.millis(1)?,
             "nettyMaxFrameSizeBytes" => {
                 let bytes = v.parse_range(1024, 1 << 30)? as usize;

@@ -20,6 +20,7 @@ mod conn;
 mod gc;
 mod http;
 mod inspect;
+mod journal_recovery;
 mod ledger;
 mod ledger_storage;
 mod lock;
@@ -119,6 +120,10 @@ struct ServeArgs {
     /// flushInterval: flush the write cache at least this often, in milliseconds.
     #[arg(long)]
     flush_interval_ms: Option<u64>,
+    /// journalRecoveryMode: `strict` refuses to start when the journal is corrupt (not just
+    /// torn at its end); `tolerate` cuts the journal there, losing what follows, and starts.
+    #[arg(long, value_parser = journal_recovery::parse_mode)]
+    journal_recovery_mode: Option<journal::RecoveryMode>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -233,6 +238,9 @@ fn settings(args: ServeArgs) -> Result<BookieConfig, String> {
     }
     if let Some(mb) = args.write_cache_mb {
         c.write_cache_bytes = mb << 20;
+    }
+    if let Some(mode) = args.journal_recovery_mode {
+        c.journal.recovery_mode = mode;
     }
     if let Some(ms) = args.flush_interval_ms {
         c.flush_interval = std::time::Duration::from_millis(ms);
