@@ -396,6 +396,36 @@ pub(crate) fn recover<S: Storage>(
     })
 }
 
+/// What a read-only scan of a journal found.
+#[derive(Clone, Debug)]
+pub struct Scan {
+    pub report: RecoveryReport,
+    /// The LSN the next record would get.
+    pub next_lsn: Lsn,
+    /// Segments that hold the log.
+    pub live_segments: usize,
+}
+
+/// Scans the journal in `storage` exactly as recovery does, calling `visit` for each data
+/// record from `replay_from` on and `visit_lost` for the records after a corruption, but
+/// changes nothing: no seal, no rename, no removal, no new segment (`bookie inspect journal`
+/// on a stopped bookie's directory). Corruption is an error as at open, in the config's mode.
+pub fn scan<S: Storage>(
+    storage: &mut S,
+    config: &JournalConfig,
+    replay_from: Lsn,
+    visit: &mut dyn FnMut(Lsn, &[u8]),
+    visit_lost: &mut dyn FnMut(Lsn, &[u8]),
+) -> Result<Scan, JournalError> {
+    config.validate().map_err(JournalError::Config)?;
+    let rec = recover(storage, config, replay_from, visit, visit_lost)?;
+    Ok(Scan {
+        report: rec.report,
+        next_lsn: rec.next_lsn,
+        live_segments: rec.live.len(),
+    })
+}
+
 fn tolerate_or_fail(
     config: &JournalConfig,
     file: &str,
