@@ -221,16 +221,24 @@ impl<S: Storage> Journal<S> {
             storage.remove(&name).map_err(dir_io("remove", &name))?;
         }
         let mut next_segment_id = rec.next_segment_id;
+        // Files this open creates: removed again if the open fails (a full disk must not be
+        // left full of files a failed start made).
+        let mut created = Vec::new();
         while free.len() < config.preallocate_segments {
             let name = free_file_name(SegmentId(next_segment_id));
             next_segment_id += 1;
-            preallocate(&mut storage, &name, &config).map_err(dir_io("preallocate", &name))?;
+            created.push(name.clone());
+            if let Err(error) = preallocate(&mut storage, &name, &config) {
+                remove_created(&mut storage, &created);
+                return Err(dir_io("preallocate", &name)(error));
+            }
             free.push(name);
         }
         storage
             .sync_dir()
             .map_err(dir_io("sync", "journal directory"))?;
 
+        let free_before_prep = free.len();
         let buffers = config.max_groups_in_flight + 2;
         let group_bytes = config.group_buffer_bytes();
         let mut journal = Journal {
@@ -261,7 +269,14 @@ impl<S: Storage> Journal<S> {
             report: rec.report,
             config,
         };
-        journal.prepare_blocking()?;
+        if let Err(e) = journal.prepare_blocking() {
+            // The segment being prepared, when it was a new file, is this open's too.
+            if journal.free.len() == free_before_prep {
+                created.push(free_file_name(SegmentId(journal.next_segment_id - 1)));
+            }
+            remove_created(&mut journal.storage, &created);
+            return Err(e);
+        }
         journal.active = journal.ready.take();
         journal.pump();
         Ok(journal)
@@ -950,6 +965,21 @@ impl<S: Storage> Journal<S> {
             },
             other => other,
         })
+    }
+}
+
+/// Removes files a failed open created (best effort: the open already failed; what cannot be
+/// removed is only a free file, never part of the log).
+fn remove_created<S: Storage>(storage: &mut S, names: &[String]) {
+    for name in names {
+        if let Err(e) = storage.remove(name) {
+            if !e.is_not_found() {
+                log::warn!("journal: cannot remove {name} after a failed open: {e}");
+            }
+        }
+    }
+    if let Err(e) = storage.sync_dir() {
+        log::warn!("journal: directory sync after a failed open: {e}");
     }
 }
 

@@ -1771,3 +1771,28 @@ fn crash_while_recycling_a_free_segment() {
         );
     }
 }
+
+/// Issue 11 §4: an open that fails for lack of space (every write gets ENOSPC) while
+/// preallocating free segments, or while preparing its first segment, removes the files it
+/// created: a full disk is not left full of a failed start's `.free` files.
+#[test]
+fn failed_open_removes_the_files_it_created() {
+    for preallocate_segments in [0, 2] {
+        let disk = sim(19);
+        disk.set_faults(FaultConfig::none().with_enospc(1.0));
+        let cfg = JournalConfig {
+            preallocate_segments,
+            ..config()
+        };
+        match try_open(disk.storage(DIR), &cfg, 0) {
+            Err(JournalError::Io { error, .. }) => assert!(error.is_no_space(), "{error}"),
+            Err(e) => panic!("wrong error: {e}"),
+            Ok(_) => panic!("opened on a disk without space"),
+        }
+        assert_eq!(
+            disk.volatile_names(DIR),
+            Vec::<String>::new(),
+            "files left behind (preallocate_segments {preallocate_segments})"
+        );
+    }
+}
