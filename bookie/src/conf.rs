@@ -187,6 +187,7 @@ pub fn load(path: &Path, config: &mut BookieConfig) -> Result<Applied, String> {
 pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, String> {
     let mut applied = Applied::default();
     let mut lwm_set = false;
+    let mut prealloc_bytes = None;
     for p in props {
         let v = Value(p);
         let c = &mut *config;
@@ -260,6 +261,13 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                 let mb = v.parse_range(1, 1 << 20)?;
                 c.journal.segment_size_bytes = c.journal.segment_size_bytes.min(mb << 20);
             }
+            "journalPreAllocSizeMB" => {
+                prealloc_bytes = Some(v.parse_range(0, 1 << 20)? << 20);
+            }
+            "journalRecoveryMode" => {
+                c.journal.recovery_mode =
+                    crate::journal_recovery::parse_mode(v.text()).map_err(|e| v.invalid(&e))?
+            }
             "flushInterval" => c.flush_interval = v.millis(1)?,
             "nettyMaxFrameSizeBytes" => {
                 let bytes = v.parse_range(1024, 1 << 30)? as usize;
@@ -296,6 +304,12 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
     }
     if !lwm_set {
         config.disk.lwm_threshold = config.disk.usage_threshold;
+    }
+    if let Some(bytes) = prealloc_bytes {
+        // Java grows its journal file in steps of this size; ours are whole pre-written
+        // segments, so the key says how many free segments to prepare at start (rounded down).
+        config.journal.preallocate_segments =
+            (bytes / config.journal.segment_size_bytes.max(1)) as usize;
     }
     validate(config)?;
     Ok(applied)
@@ -581,6 +595,24 @@ mod tests {
         let mut c = conf_defaults();
         let a = apply(&parse_properties(text)?, &mut c)?;
         Ok((c, a))
+    }
+
+    /// The journal's recovery switch and preallocation: `journalRecoveryMode` takes strict or
+    /// tolerate (anything else names the key); `journalPreAllocSizeMB` counts whole segments,
+    /// so Java's default 16 prepares none with 64 MiB segments, and 128 prepares two.
+    #[test]
+    fn journal_recovery_mode_and_preallocation_keys() {
+        let (c, _) = conf("journalRecoveryMode=tolerate\njournalPreAllocSizeMB=128\n").unwrap();
+        assert_eq!(
+            c.journal.recovery_mode,
+            journal::RecoveryMode::TolerateCorruption
+        );
+        assert_eq!(c.journal.preallocate_segments, 2);
+        let (c, _) = conf("journalPreAllocSizeMB=16\n").unwrap();
+        assert_eq!(c.journal.recovery_mode, journal::RecoveryMode::Strict);
+        assert_eq!(c.journal.preallocate_segments, 0);
+        let err = conf("journalRecoveryMode=sometimes\n").unwrap_err();
+        assert!(err.contains("journalRecoveryMode"), "{err}");
     }
 
     #[test]

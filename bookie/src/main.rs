@@ -6,7 +6,7 @@
 //!   same with settings from a bk_server.conf (`conf.rs`) and flags, which win over the file.
 //!   An HTTP admin server (`http.rs`) serves /metrics and /api/v1/bookie/... (standalone: on
 //!   127.0.0.1:8080 unless `--no-http`; with a conf file: as `httpServerEnabled` says).
-//! - `bookie inspect journal DIR`: prints the records of a journal directory.
+//! - `bookie inspect journal DIR`: prints the records of a journal directory (read-only).
 //! - `bookie initnewcluster|metaformat|listbookies --conf bk_server.conf`: cluster metadata in
 //!   ZooKeeper (`metadata::cli`). With `metadataServiceUri` or `zkServers` in its conf, `serve`
 //!   checks cookies, registers and unregisters (`cluster.rs`); exit code 1 on a cookie
@@ -20,6 +20,7 @@ mod conn;
 mod gc;
 mod http;
 mod inspect;
+mod journal_recovery;
 mod ledger;
 mod ledger_storage;
 mod lock;
@@ -121,6 +122,10 @@ struct ServeArgs {
     /// flushInterval: flush the write cache at least this often, in milliseconds.
     #[arg(long)]
     flush_interval_ms: Option<u64>,
+    /// journalRecoveryMode: `strict` refuses to start when the journal is corrupt (not just
+    /// torn at its end); `tolerate` cuts the journal there, losing what follows, and starts.
+    #[arg(long, value_parser = journal_recovery::parse_mode)]
+    journal_recovery_mode: Option<journal::RecoveryMode>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -152,7 +157,7 @@ fn main() -> ExitCode {
         Some(Command::Listbookies(a)) => return meta_command("listbookies", &a),
         Some(Command::Inspect { what }) => match what {
             Inspect::Journal { dir } => lock::DirLock::acquire(dir.parent().unwrap_or(&dir))
-                .and_then(|_lock| inspect_journal(&dir)),
+                .and_then(|_lock| inspect::journal(&dir)),
             Inspect::Entrylog { dir } => inspect::entrylog(&dir),
             Inspect::Index { dir, ledger } => inspect::index(&dir, ledger),
             Inspect::Ledger { dir, ledger } => inspect::ledger(&dir, ledger),
@@ -236,6 +241,9 @@ fn settings(args: ServeArgs) -> Result<BookieConfig, String> {
     if let Some(mb) = args.write_cache_mb {
         c.write_cache_bytes = mb << 20;
     }
+    if let Some(mode) = args.journal_recovery_mode {
+        c.journal.recovery_mode = mode;
+    }
     if let Some(ms) = args.flush_interval_ms {
         c.flush_interval = std::time::Duration::from_millis(ms);
     }
@@ -257,66 +265,6 @@ fn settings(args: ServeArgs) -> Result<BookieConfig, String> {
     }
     conf::validate(&c)?;
     Ok(c)
-}
-
-fn inspect_journal(dir: &std::path::Path) -> Result<(), String> {
-    let storage =
-        storage::open_dir(dir, 64, true).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut count = 0u64;
-    let mut by_type = [0u64; 5];
-    let journal = journal::Journal::open(
-        storage,
-        journal::JournalConfig::default(),
-        journal::Lsn(0),
-        &mut |lsn, payload| {
-            count += 1;
-            match record::JournalRecord::decode(payload) {
-                Some(r) => {
-                    let (t, text) = match &r {
-                        record::JournalRecord::Add {
-                            ledger,
-                            entry,
-                            body,
-                        } => (
-                            1,
-                            format!("add ledger {ledger} entry {entry} ({} bytes)", body.len()),
-                        ),
-                        record::JournalRecord::MasterKey { ledger, key } => (
-                            2,
-                            format!("master key ledger {ledger} ({} bytes)", key.len()),
-                        ),
-                        record::JournalRecord::Fence { ledger } => {
-                            (3, format!("fence ledger {ledger}"))
-                        }
-                        record::JournalRecord::ExplicitLac { ledger, body } => (
-                            4,
-                            format!("explicit LAC ledger {ledger} ({} bytes)", body.len()),
-                        ),
-                    };
-                    by_type[t] += 1;
-                    println!("lsn {:>10}  {text}", lsn.0);
-                }
-                None => println!(
-                    "lsn {:>10}  unknown record ({} bytes)",
-                    lsn.0,
-                    payload.len()
-                ),
-            }
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    println!(
-        "{count} records: {} adds, {} master keys, {} fences, {} explicit LACs; next lsn {}",
-        by_type[1],
-        by_type[2],
-        by_type[3],
-        by_type[4],
-        journal.next_lsn().0
-    );
-    if let Some((file, offset, fault)) = &journal.recovery_report().torn_tail {
-        println!("log ends in {file} at offset {offset} ({fault})");
-    }
-    Ok(())
 }
 
 /// `[+seconds LEVEL target] message` on stderr.

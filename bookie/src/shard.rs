@@ -225,7 +225,8 @@ impl Shard {
         table.load(recovered.ledgers);
         let mut unreadable = 0u64;
         let now = now_ms();
-        let journal = Journal::open(
+        let mut lost = crate::journal_recovery::LostRecords::default();
+        let journal = Journal::open_observing(
             storage,
             config.journal.clone(),
             Lsn(mark),
@@ -233,8 +234,10 @@ impl Shard {
                 Some(record) => table.replay(record, now),
                 None => unreadable += 1,
             },
+            &mut |_, payload| lost.record(payload),
         )
-        .map_err(|e| format!("journal {}: {e}", journal_dir.display()))?;
+        .map_err(|e| lost.refusal(&journal_dir, &e))?;
+        lost.log_cut(id, journal.recovery_report());
         if unreadable > 0 {
             return Err(format!(
                 "journal {}: {unreadable} records of an unknown type; refusing to start",
@@ -1021,9 +1024,10 @@ impl Shard {
         self.table.ids().collect()
     }
 
-    /// Closes the open group and waits until everything appended is durable (shutdown).
+    /// Closes the open group, waits until everything appended is durable and seals the
+    /// journal's active segment (shutdown: the next start has nothing to repair).
     pub fn flush(&mut self) {
-        if let Err(err) = self.journal.flush() {
+        if let Err(err) = self.journal.close() {
             log::error!("shard {}: final journal flush failed: {err}", self.id);
         }
         self.drive();

@@ -4,6 +4,8 @@ use std::fmt;
 
 use storage::IoError;
 
+use crate::recovery::BeyondCut;
+
 /// Why an append was refused. Cheap to return on the hot path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppendError {
@@ -34,7 +36,8 @@ impl std::error::Error for AppendError {}
 /// What is wrong at a corrupt position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CorruptionKind {
-    /// A record fails its checks and valid records follow beyond the in-flight window.
+    /// A record fails its checks and more valid groups follow than can have been in flight,
+    /// or valid records follow beyond the in-flight window.
     BadRecordBeforeValidData,
     /// A segment that is not the last one ends without its end record.
     UnsealedSegmentBeforeLaterData,
@@ -58,6 +61,8 @@ pub enum JournalError {
         file: String,
         offset: u64,
         kind: CorruptionKind,
+        /// The valid records after the corrupt position: what cutting the log there loses.
+        lost: BeyondCut,
     },
     /// A write or sync failed; the journal stopped (see [`AppendError::Stopped`]).
     Stopped(IoError),
@@ -71,11 +76,15 @@ impl fmt::Display for JournalError {
             JournalError::Io { what, file, error } => {
                 write!(f, "journal I/O error during {what} on {file}: {error}")
             }
-            JournalError::Corruption { file, offset, kind } => write!(
+            JournalError::Corruption {
+                file,
+                offset,
+                kind,
+                lost,
+            } => write!(
                 f,
-                "journal corruption in {file} at offset {offset}: {kind:?}; refusing to open \
-                 (set the recovery mode to TolerateCorruption to cut the log here and lose \
-                 what follows)"
+                "journal corruption in {file} at offset {offset}: {kind:?}; {lost}; refusing \
+                 to open (the tolerant recovery mode would cut the log here and lose them)"
             ),
             JournalError::Stopped(e) => write!(f, "journal stopped after an I/O failure: {e}"),
             JournalError::Config(msg) => write!(f, "invalid journal configuration: {msg}"),

@@ -318,11 +318,15 @@ pub fn decode_record<'a>(
 }
 
 /// Where a group that ends at `pos` (relative to a 4 KiB-aligned start) must end after its
-/// padding record: `pos` itself when aligned, else the first 4 KiB boundary that leaves room
-/// for a padding header.
+/// padding record: the first 4 KiB boundary after `pos` that leaves room for a padding header
+/// (a whole block when `pos` is itself a boundary), or 0 for an empty group.
 pub const fn padded_end(pos: usize) -> usize {
-    if pos.is_multiple_of(ALIGN) {
-        pos
+    if pos == 0 {
+        0
+    } else if pos.is_multiple_of(ALIGN) {
+        // Records that end on a boundary still get a padding record (a whole block): every
+        // group then ends with one, and recovery counts groups by their padding.
+        pos + ALIGN
     } else {
         (pos + RECORD_HEADER_BYTES + ALIGN - 1) & !(ALIGN - 1)
     }
@@ -460,7 +464,7 @@ mod tests {
     #[test]
     fn padded_end_rules() {
         assert_eq!(padded_end(0), 0);
-        assert_eq!(padded_end(4096), 4096);
+        assert_eq!(padded_end(4096), 8192);
         assert_eq!(padded_end(8), 4096);
         assert_eq!(padded_end(4096 - 32), 4096);
         assert_eq!(padded_end(4096 - 24), 8192);

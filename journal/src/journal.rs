@@ -137,6 +137,8 @@ pub struct Journal<S: Storage> {
     free: Vec<String>,
     /// A trim renamed or removed files since the last directory sync.
     trim_unsynced: bool,
+    /// [`Journal::close`] ran: no further segment is prepared.
+    closing: bool,
     open: Option<Group>,
     /// Closed groups not yet durable, in log order.
     queue: VecDeque<Group>,
@@ -156,13 +158,26 @@ impl<S: Storage> Journal<S> {
     /// or after `replay_from` (the checkpoint mark) in order, seals the recovered tail, and
     /// prepares a fresh segment for new records.
     pub fn open(
-        mut storage: S,
+        storage: S,
         config: JournalConfig,
         replay_from: Lsn,
         visit: &mut dyn FnMut(Lsn, &[u8]),
     ) -> Result<Journal<S>, JournalError> {
+        Journal::open_observing(storage, config, replay_from, visit, &mut |_, _| {})
+    }
+
+    /// As [`Journal::open`]; when recovery finds corruption, `visit_lost` also sees every valid
+    /// data record after the corrupt position (before open fails in Strict mode, or before the
+    /// tolerant mode cuts them off), so the caller can say what they held.
+    pub fn open_observing(
+        mut storage: S,
+        config: JournalConfig,
+        replay_from: Lsn,
+        visit: &mut dyn FnMut(Lsn, &[u8]),
+        visit_lost: &mut dyn FnMut(Lsn, &[u8]),
+    ) -> Result<Journal<S>, JournalError> {
         config.validate().map_err(JournalError::Config)?;
-        let rec = recovery::recover(&mut storage, &config, replay_from, visit)?;
+        let rec = recovery::recover(&mut storage, &config, replay_from, visit, visit_lost)?;
         if let Some(seal) = &rec.seal {
             let name = segment_file_name(seal.id);
             let io = |error| JournalError::Io {
@@ -206,16 +221,24 @@ impl<S: Storage> Journal<S> {
             storage.remove(&name).map_err(dir_io("remove", &name))?;
         }
         let mut next_segment_id = rec.next_segment_id;
+        // Files this open creates: removed again if the open fails (a full disk must not be
+        // left full of files a failed start made).
+        let mut created = Vec::new();
         while free.len() < config.preallocate_segments {
             let name = free_file_name(SegmentId(next_segment_id));
             next_segment_id += 1;
-            preallocate(&mut storage, &name, &config).map_err(dir_io("preallocate", &name))?;
+            created.push(name.clone());
+            if let Err(error) = preallocate(&mut storage, &name, &config) {
+                remove_created(&mut storage, &created);
+                return Err(dir_io("preallocate", &name)(error));
+            }
             free.push(name);
         }
         storage
             .sync_dir()
             .map_err(dir_io("sync", "journal directory"))?;
 
+        let free_before_prep = free.len();
         let buffers = config.max_groups_in_flight + 2;
         let group_bytes = config.group_buffer_bytes();
         let mut journal = Journal {
@@ -232,6 +255,7 @@ impl<S: Storage> Journal<S> {
             live: rec.live.into(),
             free,
             trim_unsynced: false,
+            closing: false,
             open: None,
             queue: VecDeque::with_capacity(buffers + 2),
             next_group_seq: 0,
@@ -245,7 +269,14 @@ impl<S: Storage> Journal<S> {
             report: rec.report,
             config,
         };
-        journal.prepare_blocking()?;
+        if let Err(e) = journal.prepare_blocking() {
+            // The segment being prepared, when it was a new file, is this open's too.
+            if journal.free.len() == free_before_prep {
+                created.push(free_file_name(SegmentId(journal.next_segment_id - 1)));
+            }
+            remove_created(&mut journal.storage, &created);
+            return Err(e);
+        }
         journal.active = journal.ready.take();
         journal.pump();
         Ok(journal)
@@ -392,6 +423,37 @@ impl<S: Storage> Journal<S> {
             self.wait(None)?;
         }
         self.check_stopped()
+    }
+
+    /// Clean shutdown: makes everything appended durable and seals the active segment, so the
+    /// next open finds a complete log and has nothing to repair. No further segment is
+    /// prepared; appends still work until the new, empty active segment is full.
+    pub fn close(&mut self) -> Result<(), JournalError> {
+        self.flush()?;
+        self.closing = true;
+        let written = self
+            .active
+            .as_ref()
+            .is_some_and(|s| s.write_pos > SEGMENT_HEADER_BYTES);
+        if !written {
+            return Ok(());
+        }
+        loop {
+            match self.rotate() {
+                Ok(()) => break,
+                Err(AppendError::Stopped(e)) => return Err(JournalError::Stopped(e)),
+                Err(_) if self.ready.is_none() && matches!(self.prep, Prep::Idle) => {
+                    // Nothing is being prepared (it cannot be while the journal runs, but a
+                    // clean stop must not hang on it): prepare the segment the seal needs.
+                    if let Err(e) = self.start_prep() {
+                        self.stop(e);
+                    }
+                    self.check_stopped()?;
+                }
+                Err(_) => self.wait(None)?,
+            }
+        }
+        self.flush()
     }
 
     /// Drops complete segments whose records all precede `mark` (they are persisted elsewhere):
@@ -716,7 +778,7 @@ impl<S: Storage> Journal<S> {
                 }
             }
         }
-        if self.ready.is_none() && matches!(self.prep, Prep::Idle) {
+        if !self.closing && self.ready.is_none() && matches!(self.prep, Prep::Idle) {
             if let Err(e) = self.start_prep() {
                 self.stop(e);
             }
@@ -903,6 +965,21 @@ impl<S: Storage> Journal<S> {
             },
             other => other,
         })
+    }
+}
+
+/// Removes files a failed open created (best effort: the open already failed; what cannot be
+/// removed is only a free file, never part of the log).
+fn remove_created<S: Storage>(storage: &mut S, names: &[String]) {
+    for name in names {
+        if let Err(e) = storage.remove(name) {
+            if !e.is_not_found() {
+                log::warn!("journal: cannot remove {name} after a failed open: {e}");
+            }
+        }
+    }
+    if let Err(e) = storage.sync_dir() {
+        log::warn!("journal: directory sync after a failed open: {e}");
     }
 }
 

@@ -24,4 +24,4 @@ pub use config::{JournalConfig, RecoveryMode};
 pub use error::{AppendError, CorruptionKind, JournalError};
 pub use format::{Lsn, SegmentId};
 pub use journal::{Journal, JournalStats};
-pub use recovery::RecoveryReport;
+pub use recovery::{scan, BeyondCut, RecoveryReport, Scan};

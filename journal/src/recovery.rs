@@ -4,16 +4,20 @@
 //! Rules (the argument is in ARCHITECTURE.md, "Why an acknowledged entry survives a crash"):
 //! - A segment that is not the last one in the log ends with a `SegmentEnd` record: the writer
 //!   never puts a record in segment k+1 before segment k's end record is durable.
-//! - In the last segment the first record that fails its checks at offset P ends the log, if
-//!   no valid record of that segment lies further than the in-flight window beyond P (a crash
-//!   tears only writes that were not yet durable, and at most a window's worth of them is in
-//!   flight). The tail is then sealed by writing a `SegmentEnd` at the first 4 KiB boundary at
-//!   or after P, so no block holding synced data is rewritten; a later scan that breaks at P
-//!   finds that end record at the boundary and accepts it.
-//! - Anything else (a bad record with valid data beyond the window, an unsealed segment before
-//!   later data, an unreadable header before later data, a jump in the LSN sequence) is
-//!   corruption: open fails naming file and offset, unless the operator chose
-//!   `RecoveryMode::TolerateCorruption`.
+//! - In the last segment the first record that fails its checks at offset P ends the log (a
+//!   torn tail) if what follows could be the rest of the writes that were in flight: at most
+//!   `max_groups_in_flight` groups after P end validly (every group ends with a padding record
+//!   on a block boundary, so groups are counted by their ends), and no valid record lies beyond
+//!   the in-flight window in bytes. A crash tears only writes that were not yet durable, and at
+//!   most `max_groups_in_flight` groups are written and not durable at once. The tail is then
+//!   sealed by writing a `SegmentEnd` at the first 4 KiB boundary at or after P, so no block
+//!   holding synced data is rewritten; a later scan that breaks at P finds that end record at
+//!   the boundary and accepts it.
+//! - Anything else (a bad record followed by more valid groups than can have been in flight,
+//!   or by valid data beyond the window, an unsealed segment before later data, an unreadable
+//!   header before later data, a jump in the LSN sequence) is corruption: open fails naming
+//!   file, offset and what lies after it ([`BeyondCut`]; the caller may also see each such
+//!   record), unless the operator chose `RecoveryMode::TolerateCorruption`.
 
 use storage::{align_up, FileId, IoError, Storage, ALIGN};
 
@@ -52,6 +56,55 @@ pub struct RecoveryReport {
     pub torn_tail: Option<(String, u64, String)>,
     /// (file, offset) of corruption that TolerateCorruption cut off.
     pub tolerated_corruption: Option<(String, u64)>,
+    /// The valid records found after the cut (torn tail or tolerated corruption): never
+    /// acknowledged for a torn tail, lost for tolerated corruption.
+    pub beyond_cut: BeyondCut,
+}
+
+/// The valid records that lie after the point where the log breaks: in the rest of that
+/// segment and, when later segments hold log, in those too.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BeyondCut {
+    /// Groups whose end (a padding record ending on a block boundary) is valid.
+    pub groups: u64,
+    /// Valid data records.
+    pub records: u64,
+    /// Lowest and highest LSN among those records.
+    pub lsns: Option<(Lsn, Lsn)>,
+    /// Offset of the last valid record found in the broken segment.
+    pub last_offset: Option<u64>,
+}
+
+impl BeyondCut {
+    fn add_record(&mut self, lsn: Lsn) {
+        self.records += 1;
+        self.lsns = Some(match self.lsns {
+            None => (lsn, lsn),
+            Some((lo, hi)) => (lo.min(lsn), hi.max(lsn)),
+        });
+    }
+
+    fn merge(&mut self, other: &BeyondCut) {
+        self.groups += other.groups;
+        self.records += other.records;
+        self.lsns = match (self.lsns, other.lsns) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (mine, theirs) => mine.or(theirs),
+        };
+    }
+}
+
+impl std::fmt::Display for BeyondCut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.lsns {
+            None => write!(f, "no valid record follows"),
+            Some((lo, hi)) => write!(
+                f,
+                "{} valid records (LSN {}..={}) in {} complete groups follow",
+                self.records, lo.0, hi.0, self.groups
+            ),
+        }
+    }
 }
 
 pub(crate) struct Recovered {
@@ -88,6 +141,7 @@ pub(crate) fn recover<S: Storage>(
     config: &JournalConfig,
     replay_from: Lsn,
     visit: &mut dyn FnMut(Lsn, &[u8]),
+    visit_lost: &mut dyn FnMut(Lsn, &[u8]),
 ) -> Result<Recovered, JournalError> {
     let names = storage
         .list()
@@ -136,11 +190,13 @@ pub(crate) fn recover<S: Storage>(
             // unreadable header on a `*.jrnl` is media damage or a format this binary does not
             // know: never recycle it silently, it may hold acknowledged records.
             storage.close(file);
+            let lost = lost_in_segments(storage, &live_ids[i + 1..], max_payload, visit_lost)?;
             tolerate_or_fail(
                 config,
                 &name,
                 0,
                 CorruptionKind::BadSegmentHeader,
+                lost,
                 &mut report,
             )?;
             corrupt.extend(live_ids[i..].iter().map(|id| segment_file_name(*id)));
@@ -204,8 +260,27 @@ pub(crate) fn recover<S: Storage>(
                 continue;
             }
             ScanEnd::SequenceJump { at } => {
+                let scan = scan_beyond(
+                    storage,
+                    &mut reader,
+                    &header,
+                    max_payload,
+                    at,
+                    Some(&mut *visit_lost),
+                )
+                .map_err(io_err("read", &name))?;
                 storage.close(file);
-                tolerate_or_fail(config, &name, at, CorruptionKind::SequenceGap, &mut report)?;
+                let mut lost = scan;
+                let later = lost_in_segments(storage, &live_ids[i + 1..], max_payload, visit_lost)?;
+                lost.merge(&later);
+                tolerate_or_fail(
+                    config,
+                    &name,
+                    at,
+                    CorruptionKind::SequenceGap,
+                    lost,
+                    &mut report,
+                )?;
                 // Tolerant: cut here, as for a torn tail.
                 seal = Some(PendingSeal {
                     id,
@@ -235,46 +310,56 @@ pub(crate) fn recover<S: Storage>(
                     }
                 }
                 let later = later_has_log(storage, &live_ids[i + 1..], max_payload)?;
-                let beyond = if later {
-                    None
+                // Count what follows the break: a crash leaves at most the groups that were in
+                // flight, all of them within the in-flight window.
+                let from = align_up(at as usize + 1) as u64;
+                let beyond = scan_beyond(storage, &mut reader, &header, max_payload, from, None)
+                    .map_err(io_err("read", &name))?;
+                let torn = !later
+                    && beyond.groups <= config.max_groups_in_flight as u64
+                    && beyond.last_offset.is_none_or(|o| o < at + window);
+                // Zeros where the next record would start (a pre-written segment) or a record
+                // of the file's earlier life (a recycled one), with nothing valid after it: the
+                // ordinary end of the log, not damage.
+                let clean_end = beyond.lsns.is_none()
+                    && beyond.groups == 0
+                    && ordinary_end(storage, &mut reader, at, fault, &header)
+                        .map_err(io_err("read", &name))?;
+                if torn {
+                    storage.close(file);
+                    if !clean_end {
+                        log::warn!(
+                            "journal: torn tail in {name} at offset {at} ({fault:?}); {beyond}, \
+                             no more than the {} groups that may have been in flight: the log \
+                             ends there (records after it were never acknowledged)",
+                            config.max_groups_in_flight
+                        );
+                        report.torn_tail = Some((name.clone(), at, format!("{fault:?}")));
+                    }
+                    report.beyond_cut = beyond;
+                    free.extend(live_ids[i + 1..].iter().map(|id| segment_file_name(*id)));
                 } else {
-                    valid_record_beyond(
-                        storage,
-                        &mut reader,
-                        &header,
-                        seed,
-                        max_payload,
-                        boundary.max(at + ALIGN as u64),
-                        at + window,
-                    )
-                    .map_err(io_err("read", &name))?
-                };
-                // Zeros where the next record would start: the ordinary end of a
-                // pre-written segment, not damage.
-                let clean_end = fault == RecordFault::BadHeader
-                    && reader
-                        .bytes(storage, at, RECORD_HEADER_BYTES)
-                        .map_err(io_err("read", &name))?
-                        .iter()
-                        .all(|&b| b == 0);
-                storage.close(file);
-                if later || beyond.is_some() {
                     let kind = if later {
                         CorruptionKind::UnsealedSegmentBeforeLaterData
                     } else {
                         CorruptionKind::BadRecordBeforeValidData
                     };
-                    tolerate_or_fail(config, &name, at, kind, &mut report)?;
+                    // Second pass: hand each lost record to the caller (it names the ledgers).
+                    let mut lost = scan_beyond(
+                        storage,
+                        &mut reader,
+                        &header,
+                        max_payload,
+                        from,
+                        Some(&mut *visit_lost),
+                    )
+                    .map_err(io_err("read", &name))?;
+                    storage.close(file);
+                    let after =
+                        lost_in_segments(storage, &live_ids[i + 1..], max_payload, visit_lost)?;
+                    lost.merge(&after);
+                    tolerate_or_fail(config, &name, at, kind, lost, &mut report)?;
                     corrupt.extend(live_ids[i + 1..].iter().map(|id| segment_file_name(*id)));
-                } else {
-                    if !clean_end {
-                        log::warn!(
-                            "journal: torn tail in {name} at offset {at} ({fault:?}); \
-                             the log ends there (records after it were never acknowledged)"
-                        );
-                        report.torn_tail = Some((name.clone(), at, format!("{fault:?}")));
-                    }
-                    free.extend(live_ids[i + 1..].iter().map(|id| segment_file_name(*id)));
                 }
                 seal = Some(PendingSeal {
                     id,
@@ -311,26 +396,163 @@ pub(crate) fn recover<S: Storage>(
     })
 }
 
+/// What a read-only scan of a journal found.
+#[derive(Clone, Debug)]
+pub struct Scan {
+    pub report: RecoveryReport,
+    /// The LSN the next record would get.
+    pub next_lsn: Lsn,
+    /// Segments that hold the log.
+    pub live_segments: usize,
+}
+
+/// Scans the journal in `storage` exactly as recovery does, calling `visit` for each data
+/// record from `replay_from` on and `visit_lost` for the records after a corruption, but
+/// changes nothing: no seal, no rename, no removal, no new segment (`bookie inspect journal`
+/// on a stopped bookie's directory). Corruption is an error as at open, in the config's mode.
+pub fn scan<S: Storage>(
+    storage: &mut S,
+    config: &JournalConfig,
+    replay_from: Lsn,
+    visit: &mut dyn FnMut(Lsn, &[u8]),
+    visit_lost: &mut dyn FnMut(Lsn, &[u8]),
+) -> Result<Scan, JournalError> {
+    config.validate().map_err(JournalError::Config)?;
+    let rec = recover(storage, config, replay_from, visit, visit_lost)?;
+    Ok(Scan {
+        report: rec.report,
+        next_lsn: rec.next_lsn,
+        live_segments: rec.live.len(),
+    })
+}
+
 fn tolerate_or_fail(
     config: &JournalConfig,
     file: &str,
     offset: u64,
     kind: CorruptionKind,
+    lost: BeyondCut,
     report: &mut RecoveryReport,
 ) -> Result<(), JournalError> {
     if config.recovery_mode == RecoveryMode::TolerateCorruption {
         log::error!(
-            "journal: corruption in {file} at offset {offset} ({kind:?}); TolerateCorruption \
-             is set, so the log is cut here and what follows is set aside as *.corrupt"
+            "journal: corruption in {file} at offset {offset} ({kind:?}); {lost}; the \
+             tolerant recovery mode is set, so the log is cut here: those records are lost \
+             and later segments are set aside as *.corrupt"
         );
         report.tolerated_corruption = Some((file.to_string(), offset));
+        report.beyond_cut = lost;
         return Ok(());
     }
     Err(JournalError::Corruption {
         file: file.to_string(),
         offset,
         kind,
+        lost,
     })
+}
+
+/// Whether the invalid record at `at` is what an unwritten part of a segment holds: zeros (a
+/// new, zero-filled file) or a record of an earlier segment (a recycled file keeps its earlier
+/// life, and every earlier life had a lower segment id). A torn header is neither: it keeps
+/// part of a current record's bytes, and its segment id is this one's or garbage.
+fn ordinary_end<S: Storage>(
+    storage: &mut S,
+    reader: &mut FileReader,
+    at: u64,
+    fault: RecordFault,
+    header: &SegmentHeader,
+) -> Result<bool, IoError> {
+    let head = reader.bytes(storage, at, RECORD_HEADER_BYTES)?;
+    if head.len() < RECORD_HEADER_BYTES {
+        return Ok(head.iter().all(|&b| b == 0));
+    }
+    Ok(match fault {
+        RecordFault::BadHeader => head.iter().all(|&b| b == 0),
+        RecordFault::WrongSegment => {
+            let id = u64::from_le_bytes(head[24..32].try_into().expect("8 bytes"));
+            id != 0 && id < header.id.0
+        }
+        _ => false,
+    })
+}
+
+/// Walks a segment from `from` and counts the valid records after it: contiguous records are
+/// followed record by record; after an invalid one the walk goes on at the next block
+/// boundary, where the next group would start. `visit` sees every valid data record.
+fn scan_beyond<S: Storage>(
+    storage: &mut S,
+    reader: &mut FileReader,
+    header: &SegmentHeader,
+    max_payload: usize,
+    from: u64,
+    mut visit: Option<&mut RecordVisitor<'_>>,
+) -> Result<BeyondCut, IoError> {
+    let seed = header.crc_seed();
+    let mut beyond = BeyondCut::default();
+    let mut pos = from;
+    while pos + RECORD_HEADER_BYTES as u64 <= reader.len() {
+        let Ok((kind, _, lsn, total)) =
+            read_record(storage, reader, pos, header, seed, max_payload)?
+        else {
+            pos = align_up(pos as usize + 1) as u64;
+            continue;
+        };
+        beyond.last_offset = Some(pos);
+        match kind {
+            RecordKind::Data => {
+                beyond.add_record(lsn);
+                if let Some(visit) = visit.as_mut() {
+                    let bytes = reader.bytes(storage, pos, total)?;
+                    let len = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+                    visit(
+                        lsn,
+                        &bytes[RECORD_HEADER_BYTES..RECORD_HEADER_BYTES + len as usize],
+                    );
+                }
+            }
+            RecordKind::Padding if (pos + total as u64).is_multiple_of(ALIGN as u64) => {
+                beyond.groups += 1
+            }
+            RecordKind::Padding | RecordKind::SegmentEnd => {}
+        }
+        pos += total as u64;
+    }
+    Ok(beyond)
+}
+
+/// The valid records of the segments `ids` (later segments that a cut would drop), each read
+/// from its header on; a file whose header is unreadable contributes nothing.
+fn lost_in_segments<S: Storage>(
+    storage: &mut S,
+    ids: &[SegmentId],
+    max_payload: usize,
+    visit: &mut dyn FnMut(Lsn, &[u8]),
+) -> Result<BeyondCut, JournalError> {
+    let mut lost = BeyondCut::default();
+    for &id in ids {
+        let name = segment_file_name(id);
+        let (file, len) = open_segment(storage, &name)?;
+        let mut reader = FileReader::new(file, len);
+        let scan = (|| -> Result<BeyondCut, IoError> {
+            let Some(header) = read_header(storage, &mut reader, id)? else {
+                return Ok(BeyondCut::default());
+            };
+            scan_beyond(
+                storage,
+                &mut reader,
+                &header,
+                max_payload,
+                SEGMENT_HEADER_BYTES,
+                Some(&mut *visit),
+            )
+        })();
+        storage.close(file);
+        let mut scan = scan.map_err(io_err("read", &name))?;
+        scan.last_offset = None;
+        lost.merge(&scan);
+    }
+    Ok(lost)
 }
 
 fn open_segment<S: Storage>(storage: &mut S, name: &str) -> Result<(FileId, u64), JournalError> {
@@ -353,6 +575,9 @@ fn read_header<S: Storage>(
     Ok(SegmentHeader::decode(block).filter(|h| h.id == id))
 }
 
+/// What sees the records of a scan: their LSN and payload.
+type RecordVisitor<'a> = dyn FnMut(Lsn, &[u8]) + 'a;
+
 /// A verified record's kind, flags, LSN and size in the segment.
 type RecordInfo = (RecordKind, u8, Lsn, usize);
 
@@ -370,8 +595,11 @@ fn read_record<S: Storage>(
         return Ok(Err(RecordFault::Truncated));
     }
     let len = u32::from_le_bytes(head[8..12].try_into().unwrap()) as usize;
-    if len > max_payload.max(crate::format::MAX_PADDING_PAYLOAD) {
-        return Ok(Err(RecordFault::BadHeader));
+    // The header alone decides most faults; read a payload only behind a plausible header
+    // (a garbage length would otherwise pull megabytes into the window).
+    match decode_record(head, header, seed, max_payload) {
+        Err(RecordFault::Truncated) if len > 0 => {}
+        other => return Ok(other.map(|r| (r.kind, r.flags, r.lsn, r.total))),
     }
     let bytes = reader.bytes(storage, pos, RECORD_HEADER_BYTES + len)?;
     Ok(decode_record(bytes, header, seed, max_payload).map(|r| (r.kind, r.flags, r.lsn, r.total)))
@@ -408,26 +636,4 @@ fn later_has_log<S: Storage>(
         }
     }
     Ok(false)
-}
-
-/// The first 4 KiB boundary at or after `from` and at or beyond `limit` that starts a valid
-/// record of this segment. Groups start on boundaries, so durable data beyond a break shows up
-/// there.
-fn valid_record_beyond<S: Storage>(
-    storage: &mut S,
-    reader: &mut FileReader,
-    header: &SegmentHeader,
-    seed: u32,
-    max_payload: usize,
-    from: u64,
-    limit: u64,
-) -> Result<Option<u64>, IoError> {
-    let mut b = align_up(from.max(limit) as usize) as u64;
-    while b + RECORD_HEADER_BYTES as u64 <= reader.len() {
-        if read_record(storage, reader, b, header, seed, max_payload)?.is_ok() {
-            return Ok(Some(b));
-        }
-        b += ALIGN as u64;
-    }
-    Ok(None)
 }

@@ -425,10 +425,13 @@ fn check_kinds(doc: &str, rec: &[Field]) {
 
 fn check_alignment_rules(doc: &str) {
     let align = storage::ALIGN;
-    // Groups end on a 4 KiB boundary; a gap smaller than a record header extends to the next.
+    // Groups end on a 4 KiB boundary with a padding record; a gap smaller than a record header
+    // extends to the next boundary, and records that end on a boundary get a whole block.
     for pos in (0..3 * align).step_by(RECORD_ALIGN) {
-        let documented = if pos % align == 0 {
-            pos
+        let documented = if pos == 0 {
+            0
+        } else if pos % align == 0 {
+            pos + align
         } else {
             (pos / align + 1..)
                 .map(|b| b * align)

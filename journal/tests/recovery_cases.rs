@@ -362,7 +362,9 @@ fn all_junk_segment_alone_is_corruption() {
     overwrite(&disk, &seg(1), 0, &random_bytes(3, 64 << 10));
     let cfg = config();
     match try_open(disk.storage(DIR), &cfg, 0) {
-        Err(JournalError::Corruption { file, offset, kind }) => assert_eq!(
+        Err(JournalError::Corruption {
+            file, offset, kind, ..
+        }) => assert_eq!(
             (file, offset, kind),
             (seg(1), 0, CorruptionKind::BadSegmentHeader)
         ),
@@ -593,7 +595,9 @@ fn torn_block_before_data_beyond_window_is_corruption_in_strict_mode() {
     let bad = 5 * ALIGN as u64;
     overwrite(&disk, &seg(1), bad, &random_bytes(9, ALIGN));
     match try_open(disk.storage(DIR), &cfg, 0) {
-        Err(JournalError::Corruption { file, offset, kind }) => {
+        Err(JournalError::Corruption {
+            file, offset, kind, ..
+        }) => {
             assert_eq!(
                 (file, offset, kind),
                 (seg(1), bad, CorruptionKind::BadRecordBeforeValidData)
@@ -636,19 +640,189 @@ fn torn_block_before_data_beyond_window_is_cut_in_tolerant_mode() {
     m.assert_replay(&replay, 1..=5);
 }
 
-/// A torn block with valid records only *within* the in-flight window after it (what a crash
-/// with several groups in flight leaves): a torn tail, not corruption; the log ends before it.
+/// A torn block followed by exactly `max_groups_in_flight` valid groups (what a crash with
+/// every in-flight write landing but the first torn can leave): a torn tail, not corruption;
+/// the log ends before it and the report counts the groups and records cut off.
 #[test]
-fn torn_block_with_valid_data_only_within_window_is_a_torn_tail() {
+fn torn_block_followed_by_at_most_the_in_flight_groups_is_a_torn_tail() {
     let cfg = config();
-    let window_blocks = (cfg.in_flight_window_bytes() / ALIGN as u64) as usize;
-    let (disk, m) = one_record_per_block(11, window_blocks);
+    let in_flight = cfg.max_groups_in_flight;
+    let (disk, m) = one_record_per_block(11, 5 + in_flight);
     let bad = 5 * ALIGN as u64;
     overwrite(&disk, &seg(1), bad, &random_bytes(11, ALIGN));
     let (j, replay) = open(&disk, &cfg, 0);
     m.assert_replay(&replay, 1..=4);
     assert_eq!(torn_tail(&j), Some((seg(1), bad)));
+    let r = j.recovery_report();
+    assert!(r.tolerated_corruption.is_none());
+    assert_eq!(
+        (r.beyond_cut.groups, r.beyond_cut.records),
+        (in_flight as u64, in_flight as u64),
+        "{:?}",
+        r.beyond_cut
+    );
+}
+
+/// Opens like [`try_open`], also collecting the records recovery reports lost.
+fn try_open_observing(
+    disk: &SimDisk,
+    config: &JournalConfig,
+) -> (Result<Journal<SimStorage>, JournalError>, Replay) {
+    let mut lost = Vec::new();
+    let result = Journal::open_observing(
+        disk.storage(DIR),
+        config.clone(),
+        Lsn(0),
+        &mut |_, _| {},
+        &mut |lsn, p| lost.push((lsn.0, p.to_vec())),
+    );
+    (result, lost)
+}
+
+/// Issue 11 §2: 16 bytes flipped inside record 5, followed by one more valid group than can
+/// have been in flight, all of it well inside the in-flight window in *bytes* (one small group
+/// per block). A crash cannot leave that, so Strict mode refuses, naming the file, the offset
+/// of record 5 and what lies after it, and hands every lost record to the caller byte for
+/// byte (the bookie names their ledgers). Counting bytes, as before, called it a torn tail and
+/// dropped acknowledged records 6.. silently.
+#[test]
+fn bad_record_followed_by_more_groups_than_in_flight_is_corruption_in_strict_mode() {
+    let cfg = config();
+    let after = cfg.max_groups_in_flight as u64 + 1;
+    let n = 5 + after as usize;
+    assert!(
+        ((n + 1) * ALIGN) as u64 <= 5 * (ALIGN as u64) + cfg.in_flight_window_bytes(),
+        "premise: everything lies inside the byte window"
+    );
+    let (disk, m) = one_record_per_block(14, n);
+    let bad = 5 * ALIGN as u64;
+    edit(&disk, &seg(1), |b| {
+        for x in &mut b[bad as usize + 40..bad as usize + 56] {
+            *x ^= 0xff;
+        }
+    });
+    let (result, lost) = try_open_observing(&disk, &cfg);
+    match result {
+        Err(JournalError::Corruption {
+            file,
+            offset,
+            kind,
+            lost: beyond,
+        }) => {
+            assert_eq!(
+                (file, offset, kind),
+                (seg(1), bad, CorruptionKind::BadRecordBeforeValidData)
+            );
+            assert_eq!(
+                (beyond.groups, beyond.records, beyond.lsns),
+                (after, after, Some((Lsn(6), Lsn(5 + after))))
+            );
+        }
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("strict mode cut acknowledged records as a torn tail"),
+    }
+    m.assert_replay(&lost, 6..=5 + after);
+    // The message names file, offset and what follows.
+    let (result, _) = try_open_observing(&disk, &cfg);
+    let text = result.err().expect("refused again").to_string();
+    assert!(
+        text.contains(&seg(1)) && text.contains(&format!("offset {bad}")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("LSN 6..={}", 5 + after)), "{text}");
+}
+
+/// The same damage in TolerateCorruption mode: the journal opens with records 1..=4, reports
+/// the cut and the records it lost, and new records continue at LSN 5 across a later Strict
+/// recovery.
+#[test]
+fn bad_record_followed_by_more_groups_than_in_flight_is_cut_in_tolerant_mode() {
+    let cfg = config();
+    let after = cfg.max_groups_in_flight as u64 + 1;
+    let (disk, mut m) = one_record_per_block(15, 5 + after as usize);
+    let bad = 5 * ALIGN as u64;
+    edit(&disk, &seg(1), |b| {
+        for x in &mut b[bad as usize + 40..bad as usize + 56] {
+            *x ^= 0xff;
+        }
+    });
+    let tolerant = JournalConfig {
+        recovery_mode: RecoveryMode::TolerateCorruption,
+        ..cfg.clone()
+    };
+    let (result, lost) = try_open_observing(&disk, &tolerant);
+    let mut j = result.expect("tolerant open");
+    m.assert_replay(&lost, 6..=5 + after);
+    let r = j.recovery_report();
+    assert_eq!(r.tolerated_corruption, Some((seg(1), bad)));
+    assert_eq!(r.beyond_cut.records, after);
+    assert_eq!(j.next_lsn(), Lsn(5));
+    m.records.retain(|l, _| *l <= 4);
+    m.append_flushed(&mut j, &disk, &[33]);
+    let (j, replay) = crash_and_open(&disk, j, &cfg, 0);
+    m.assert_replay(&replay, 1..=5);
     assert!(j.recovery_report().tolerated_corruption.is_none());
+}
+
+/// Damage to the very last group (a flipped byte in the newest record, nothing after it) stays
+/// a torn tail in Strict mode: it is indistinguishable from a crash tearing the last write.
+#[test]
+fn damage_to_the_last_group_is_a_torn_tail() {
+    let cfg = config();
+    let (disk, m) = one_record_per_block(16, 30);
+    let last = 30 * ALIGN as u64;
+    edit(&disk, &seg(1), |b| b[last as usize + 40] ^= 1);
+    let (j, replay) = open(&disk, &cfg, 0);
+    m.assert_replay(&replay, 1..=29);
+    assert_eq!(torn_tail(&j), Some((seg(1), last)));
+    assert_eq!(
+        j.recovery_report().beyond_cut,
+        journal::BeyondCut::default()
+    );
+}
+
+/// Records whose size fills a block exactly (payload 4064 → 4096 bytes) still end their group
+/// with a padding record (a whole block), so every group is counted: a bad record followed by
+/// more such groups than can be in flight is corruption, not a torn tail.
+#[test]
+fn groups_of_whole_blocks_end_with_padding_and_are_counted() {
+    let disk = sim(17);
+    let cfg = config();
+    let (mut j, _) = open(&disk, &cfg, 0);
+    let mut m = Model::default();
+    for _ in 0..8 {
+        m.append_flushed(&mut j, &disk, &[4064]);
+    }
+    drop(j);
+    disk.crash();
+    let (_, recs) = walk(&durable(&disk, &seg(1)), cfg.max_record_bytes);
+    let kinds: Vec<RecordKind> = recs.iter().take(4).map(|r| r.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            RecordKind::Data,
+            RecordKind::Padding,
+            RecordKind::Data,
+            RecordKind::Padding
+        ],
+        "every group ends with padding: {recs:?}"
+    );
+    let bad = data_rec(&recs, 3).offset;
+    edit(&disk, &seg(1), |b| b[bad as usize + 100] ^= 1);
+    match try_open(disk.storage(DIR), &cfg, 0) {
+        Err(JournalError::Corruption {
+            offset, kind, lost, ..
+        }) => {
+            assert_eq!(
+                (offset, kind),
+                (bad, CorruptionKind::BadRecordBeforeValidData)
+            );
+            // The damaged group's own padding ends validly too: six group ends, five records.
+            assert_eq!((lost.groups, lost.records), (6, 5));
+        }
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("whole-block groups were not counted"),
+    }
 }
 
 // ---- stale records -------------------------------------------------------------------------
@@ -766,6 +940,59 @@ fn stale_records_in_a_recycled_segment_are_not_replayed() {
     assert_eq!(j.next_lsn(), Lsn(acked + 1));
 }
 
+/// Issue 11 §5: a clean stop (`Journal::close`) over a recycled segment, whose earlier life's
+/// records follow the last group, seals that segment: the next open finds a complete log,
+/// reports no torn tail and replays everything. Before, the stop only flushed, and the next
+/// start warned of a torn tail (`WrongSegment`) at the earlier life's first record.
+#[test]
+fn clean_close_leaves_nothing_to_repair() {
+    let disk = sim(18);
+    let cfg = small_segments();
+    let (mut j, _) = open(&disk, &cfg, 0);
+    let mut m = Model::default();
+    let mut mark = 0;
+    while j.stats().segments_recycled < 2 {
+        for _ in 0..10 {
+            m.append(&mut j, &disk, 1500);
+        }
+        j.flush().expect("flush");
+        mark = j.durable_lsn().0.saturating_sub(20).max(mark);
+        j.trim(Lsn(mark)).expect("trim");
+        assert!(m.records.len() < 5000, "no recycling happened");
+    }
+    for _ in 0..3 {
+        m.append(&mut j, &disk, 300);
+    }
+    j.close().expect("close");
+    let end = j.durable_lsn().0;
+    assert_eq!(end, j.next_lsn().0 - 1, "close makes everything durable");
+    // Every segment holding records ends with its SegmentEnd.
+    for name in disk.durable_names(DIR) {
+        if !name.ends_with(".jrnl") {
+            continue;
+        }
+        let (_, recs) = walk(&durable(&disk, &name), cfg.max_record_bytes);
+        if recs.iter().any(|r| r.kind == RecordKind::Data) {
+            assert_eq!(
+                recs.last().map(|r| r.kind),
+                Some(RecordKind::SegmentEnd),
+                "{name} is sealed"
+            );
+        }
+    }
+    let (j, replay) = crash_and_open(&disk, j, &cfg, mark);
+    let r = j.recovery_report();
+    assert!(
+        r.torn_tail.is_none() && r.tolerated_corruption.is_none(),
+        "{r:?}"
+    );
+    assert_eq!(replay.last().map(|(l, _)| *l), Some(end));
+    for (lsn, p) in &replay {
+        assert_eq!(Some(p), m.records.get(lsn), "record {lsn}");
+    }
+    assert_eq!(j.next_lsn(), Lsn(end + 1));
+}
+
 // ---- segments ------------------------------------------------------------------------------
 
 /// Records that spill into a second segment; returns the disk (crashed) and the model, and
@@ -811,7 +1038,9 @@ fn unsealed_segment_before_later_data_is_corruption() {
     assert_eq!(seal.offset % ALIGN as u64, 0);
     overwrite(&disk, &seg(1), seal.offset, &[0u8; ALIGN]);
     match try_open(disk.storage(DIR), &cfg, 0) {
-        Err(JournalError::Corruption { file, offset, kind }) => assert_eq!(
+        Err(JournalError::Corruption {
+            file, offset, kind, ..
+        }) => assert_eq!(
             (file, offset, kind),
             (
                 seg(1),
@@ -1539,6 +1768,31 @@ fn crash_while_recycling_a_free_segment() {
                 Call::Write { offset: 0, .. } if recycled_file.is_some() => When::After,
                 _ => When::No,
             }),
+        );
+    }
+}
+
+/// Issue 11 §4: an open that fails for lack of space (every write gets ENOSPC) while
+/// preallocating free segments, or while preparing its first segment, removes the files it
+/// created: a full disk is not left full of a failed start's `.free` files.
+#[test]
+fn failed_open_removes_the_files_it_created() {
+    for preallocate_segments in [0, 2] {
+        let disk = sim(19);
+        disk.set_faults(FaultConfig::none().with_enospc(1.0));
+        let cfg = JournalConfig {
+            preallocate_segments,
+            ..config()
+        };
+        match try_open(disk.storage(DIR), &cfg, 0) {
+            Err(JournalError::Io { error, .. }) => assert!(error.is_no_space(), "{error}"),
+            Err(e) => panic!("wrong error: {e}"),
+            Ok(_) => panic!("opened on a disk without space"),
+        }
+        assert_eq!(
+            disk.volatile_names(DIR),
+            Vec::<String>::new(),
+            "files left behind (preallocate_segments {preallocate_segments})"
         );
     }
 }
