@@ -255,10 +255,10 @@ impl Default for BookieConfig {
                 zero_fill_chunk_bytes: 256 << 10,
                 segment_size_bytes: 64 << 20,
                 max_free_segments: 8,
-                // `journalPreAllocSizeMB` (Java: 16 MiB) is less than a segment: nothing is
-                // prepared at start beyond the segment the journal writes next, so a shard
-                // needs two segments of disk before its first add, not eight.
-                preallocate_segments: 0,
+                // Two free files zero-filled at start (four files per shard with the active and
+                // the next one), fewer or smaller ones where the disk has less room
+                // (`journal_space`); `journalPreAllocSizeMB` sets it in whole segments.
+                preallocate_segments: 2,
                 ..JournalConfig::default()
             },
             flush_interval: Duration::from_secs(60),

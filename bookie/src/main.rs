@@ -21,6 +21,7 @@ mod gc;
 mod http;
 mod inspect;
 mod journal_recovery;
+mod journal_space;
 mod ledger;
 mod ledger_storage;
 mod lock;

@@ -48,6 +48,19 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     let _journal_lock = DirLock::acquire(&config.journal_dir)?;
     let _ledger_lock = DirLock::acquire(&config.ledger_dir)?;
     let shards = config.shard_count();
+    let mut config = config;
+    let usage = crate::readonly::disk_usage(&config.journal_dir)
+        .map_err(|e| format!("cannot stat {}: {e}", config.journal_dir.display()))?;
+    let existing = crate::journal_space::existing_journal_bytes(&config.journal_dir);
+    if let Some(line) = crate::journal_space::fit(
+        &mut config.journal,
+        usage,
+        existing,
+        config.disk.usage_threshold,
+        shards,
+    )? {
+        log::warn!("{line}");
+    }
     let addr: SocketAddr = format!("{}:{}", config.bind_address, config.port)
         .parse()
         .map_err(|e| {

@@ -226,7 +226,7 @@ impl Shard {
         let mut unreadable = 0u64;
         let now = now_ms();
         let mut lost = crate::journal_recovery::LostRecords::default();
-        let journal = Journal::open_observing(
+        let mut journal = Journal::open_observing(
             storage,
             config.journal.clone(),
             Lsn(mark),
@@ -244,6 +244,11 @@ impl Shard {
                 journal_dir.display()
             ));
         }
+        // Segments wholly below the checkpoint mark (a clean stop flushed everything and sealed
+        // its segment) are persisted in ledger storage: recycle them now, not at the first flush.
+        journal
+            .trim(Lsn(mark))
+            .map_err(|e| format!("journal {}: {e}", journal_dir.display()))?;
         let report = journal.recovery_report();
         log::info!(
             "shard {id}: journal {} ({}) replayed {} records from mark {mark}; {} ledgers; {:.0} ms{}",
