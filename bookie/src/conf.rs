@@ -277,6 +277,15 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             "maxPendingAddRequestsPerThread" => {
                 c.max_pending_per_connection = v.parse_range(1, 1 << 24)? as usize
             }
+            "waitTimeoutOnResponseBackpressureMs" => {
+                let ms: i64 = v
+                    .text()
+                    .parse()
+                    .map_err(|_| v.invalid("not a whole number of milliseconds"))?;
+                c.response_backpressure_timeout =
+                    (ms >= 0).then(|| Duration::from_millis(ms.min(1 << 40) as u64));
+            }
+            "closeChannelOnResponseTimeout" => c.close_on_response_timeout = v.boolean()?,
             "maxPendingReadRequestsPerThread" => c.read_queue = v.parse_range(1, 1 << 24)? as usize,
             "dbStorage_writeCacheMaxSizeMb" => {
                 applied.write_cache_total_bytes = Some((v.parse_range(1, 1 << 24)? as usize) << 20)
@@ -600,6 +609,25 @@ mod tests {
     /// The journal's recovery switch and preallocation: `journalRecoveryMode` takes strict or
     /// tolerate (anything else names the key); `journalPreAllocSizeMB` counts whole segments,
     /// so Java's default 16 prepares none with 64 MiB segments, and 128 prepares two.
+    #[test]
+    fn response_backpressure_keys() {
+        let (c, _) = conf("").unwrap();
+        assert_eq!(c.response_backpressure_timeout, None);
+        assert!(!c.close_on_response_timeout);
+        let (c, _) =
+            conf("waitTimeoutOnResponseBackpressureMs=250\ncloseChannelOnResponseTimeout=true\n")
+                .unwrap();
+        assert_eq!(
+            c.response_backpressure_timeout,
+            Some(Duration::from_millis(250))
+        );
+        assert!(c.close_on_response_timeout);
+        let (c, _) = conf("waitTimeoutOnResponseBackpressureMs=-1\n").unwrap();
+        assert_eq!(c.response_backpressure_timeout, None);
+        let err = conf("waitTimeoutOnResponseBackpressureMs=soon\n").unwrap_err();
+        assert!(err.contains("waitTimeoutOnResponseBackpressureMs"), "{err}");
+    }
+
     #[test]
     fn journal_recovery_mode_and_preallocation_keys() {
         let (c, _) = conf("journalRecoveryMode=tolerate\njournalPreAllocSizeMB=128\n").unwrap();

@@ -37,6 +37,12 @@ pub struct BookieConfig {
     /// The same over all of a shard's connections (256 MiB): beyond it, connections holding
     /// unwritten replies stop being read and the reader thread stops reading for the shard.
     pub reply_bytes_per_shard: usize,
+    /// `waitTimeoutOnResponseBackpressureMs` (negative: `None`, Java's default): a connection
+    /// whose socket takes no reply byte for this long is stuck.
+    pub response_backpressure_timeout: Option<Duration>,
+    /// `closeChannelOnResponseTimeout` (false): a stuck connection is closed rather than having
+    /// its unsent replies dropped.
+    pub close_on_response_timeout: bool,
     /// Capacity of each cross-shard request queue; when full, ETOOMANYREQUESTS.
     pub cross_shard_queue: usize,
     /// Write cache per shard (`dbStorage_writeCacheMaxSizeMb`, split over shards).
@@ -243,6 +249,8 @@ impl Default for BookieConfig {
             max_pending_per_connection: 10_000,
             reply_bytes_per_connection: 4 << 20,
             reply_bytes_per_shard: 256 << 20,
+            response_backpressure_timeout: None,
+            close_on_response_timeout: false,
             cross_shard_queue: 65_536,
             write_cache_bytes: 1 << 30,
             force_psync: false,

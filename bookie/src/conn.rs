@@ -63,6 +63,12 @@ pub struct ReplyBudget {
     queued: AtomicUsize,
     pub per_connection: usize,
     pub per_shard: usize,
+    /// `waitTimeoutOnResponseBackpressureMs`: how long a socket may accept no byte of a reply
+    /// before the connection counts as stuck (`None`: never, Java's default).
+    pub stuck_after: Option<Duration>,
+    /// `closeChannelOnResponseTimeout`: a stuck connection is closed; otherwise the replies it
+    /// has not been sent yet are dropped, as Java drops them.
+    pub close_when_stuck: bool,
 }
 
 impl ReplyBudget {
@@ -71,7 +77,16 @@ impl ReplyBudget {
             queued: AtomicUsize::new(0),
             per_connection: per_connection.max(1),
             per_shard: per_shard.max(1),
+            stuck_after: None,
+            close_when_stuck: false,
         }
+    }
+
+    /// With Java's response-backpressure timeout and its close switch.
+    pub fn with_stuck_timeout(mut self, after: Option<Duration>, close: bool) -> ReplyBudget {
+        self.stuck_after = after;
+        self.close_when_stuck = close;
+        self
     }
 
     /// Bytes of replies queued and not yet written, over all the shard's connections.
@@ -264,6 +279,29 @@ impl Conn {
         self.wake_reader.notify_one();
     }
 
+    /// The socket took no byte for the response-backpressure timeout: close the connection, or
+    /// drop the replies not yet encoded (Java does not send a reply it timed out on).
+    fn stuck(&self) {
+        let parked = self.parked.take();
+        let dropped: usize = parked.iter().map(|(_, size)| size).sum();
+        self.shared.sub(dropped);
+        STUCK.warn(|more| {
+            format!(
+                "connection {}: the client has not read its replies for {:?}; {}{more}",
+                self.id,
+                self.shared.budget.stuck_after.unwrap_or_default(),
+                if self.shared.budget.close_when_stuck {
+                    "closing it".to_string()
+                } else {
+                    format!("dropped {} replies", parked.len())
+                }
+            )
+        });
+        if self.shared.budget.close_when_stuck {
+            self.close();
+        }
+    }
+
     /// Closes the connection: drops what is queued and wakes both halves.
     fn close(&self) {
         if self.shared.gone.swap(true, Ordering::Relaxed) {
@@ -292,6 +330,47 @@ impl Drop for Conn {
 
 /// Bad frames are logged at most this often (with a count of those not logged).
 static BAD_FRAMES: LogLimiter = LogLimiter::new(Duration::from_secs(10), 5);
+static STUCK: LogLimiter = LogLimiter::new(Duration::from_secs(10), 5);
+
+/// Writes `data` to the socket, counting bytes as they go; with a response-backpressure
+/// timeout, a socket that takes nothing for that long makes the connection stuck.
+async fn write_replies(
+    writer: &mut tokio::net::tcp::OwnedWriteHalf,
+    data: &[u8],
+    conn: &Conn,
+) -> Result<(), ()> {
+    let mut off = 0;
+    let mut stuck_after = conn.shared.budget.stuck_after;
+    while off < data.len() {
+        let written = match stuck_after {
+            None => writer.write(&data[off..]).await,
+            Some(after) => match tokio::time::timeout(after, writer.write(&data[off..])).await {
+                Ok(result) => result,
+                Err(_) => {
+                    conn.stuck();
+                    if conn.is_closed() {
+                        conn.written(data.len() - off);
+                        return Err(());
+                    }
+                    // The frame begun must still be finished: wait for it without a timer.
+                    stuck_after = None;
+                    continue;
+                }
+            },
+        };
+        match written {
+            Ok(n) if n > 0 => {
+                off += n;
+                conn.written(n);
+            }
+            _ => {
+                conn.written(data.len() - off);
+                return Err(());
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Serves one connection until the peer closes it, it sends a bad frame, or the shard stops.
 pub async fn serve<S: RequestSink + 'static>(
@@ -319,12 +398,10 @@ pub async fn serve<S: RequestSink + 'static>(
                     }
                     out.split().freeze()
                 };
-                if writer.write_all(&data).await.is_err() {
-                    out_conn.written(data.len());
+                if write_replies(&mut writer, &data, &out_conn).await.is_err() {
                     out_conn.close();
                     return;
                 }
-                out_conn.written(data.len());
             }
         }
     });

@@ -81,10 +81,16 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             replies: rp_tx,
             connections: cn_tx,
             admin: ad_tx,
-            reply_budget: Arc::new(ReplyBudget::new(
-                config.reply_bytes_per_connection,
-                config.reply_bytes_per_shard,
-            )),
+            reply_budget: Arc::new(
+                ReplyBudget::new(
+                    config.reply_bytes_per_connection,
+                    config.reply_bytes_per_shard,
+                )
+                .with_stuck_timeout(
+                    config.response_backpressure_timeout,
+                    config.close_on_response_timeout,
+                ),
+            ),
         });
         inboxes.push(ShardInbox {
             requests: rq_rx,

@@ -38,6 +38,10 @@ impl Bookie {
     }
 
     fn start_shards(dir: &Path, shards: usize) -> Bookie {
+        Bookie::start_with(dir, shards, &[])
+    }
+
+    fn start_with(dir: &Path, shards: usize, extra: &[&str]) -> Bookie {
         let port = free_port();
         let log = dir.join("bookie.log");
         let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
@@ -46,6 +50,7 @@ impl Bookie {
             .args(["--no-pin", "--no-http", "--write-cache-mb", "64"])
             .arg("--data-dir")
             .arg(dir.join("data"))
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"))
             .spawn()
@@ -249,6 +254,68 @@ fn never_reading_client(shards: usize, cold: bool) {
         grew_after / MIB
     );
     assert!(served >= 5);
+}
+
+/// With Java's `waitTimeoutOnResponseBackpressureMs` and `closeChannelOnResponseTimeout`, a
+/// client that does not read its replies for that long is disconnected.
+#[test]
+fn a_stuck_client_is_closed_after_the_response_timeout() {
+    let dir = common::tempdir("bookie-mem-");
+    let conf = dir.path().join("bk_server.conf");
+    std::fs::write(
+        &conf,
+        "waitTimeoutOnResponseBackpressureMs=300\ncloseChannelOnResponseTimeout=true\n",
+    )
+    .unwrap();
+    let bookie = Bookie::start_with(
+        dir.path(),
+        1,
+        &["--conf", conf.to_str().unwrap(), "--bind", "127.0.0.1"],
+    );
+    let mut writer = bookie.client();
+    let payload = vec![0x5a; MIB];
+    for e in 0..8 {
+        let r = writer
+            .call_v3(add(1, e, entry(1, e, e - 1, &payload)), None)
+            .unwrap();
+        assert_eq!(r.response.status(), StatusCode::EOK);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let hostile = TcpStream::connect(("127.0.0.1", bookie.port)).unwrap();
+    let flooder = {
+        let (stream, stop) = (hostile.try_clone().unwrap(), stop.clone());
+        let requests = pipelined_reads(&[1], 2048);
+        std::thread::spawn(move || never_read(stream, requests, stop))
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let closed = loop {
+        let log = std::fs::read_to_string(&bookie.log).unwrap();
+        if log.contains("has not read its replies") && log.contains("closing it") {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    stop.store(true, Ordering::Relaxed);
+    flooder.join().unwrap();
+    assert!(closed, "the stuck connection was not closed");
+    // The bookie has closed its side: draining the socket ends in EOF or a reset.
+    hostile
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut sink = vec![0u8; 1 << 20];
+    let mut reader = &hostile;
+    let ended = loop {
+        match reader.read(&mut sink) {
+            Ok(0) | Err(_) => break true,
+            Ok(_) => {}
+        }
+    };
+    assert!(ended);
+    let r = writer.call_v3(read(1, 0), None).unwrap();
+    assert_eq!(r.response.status(), StatusCode::EOK);
 }
 
 /// A thousand idle connections cost a bounded amount of memory, and the bookie still serves.
