@@ -571,3 +571,83 @@ fn lost_registration_exits_with_code_4() {
         list_bookies(&zk).writable == [id.clone()]
     });
 }
+
+/// The ZooKeeper session owning `path`, if the node exists.
+fn node_owner(zk: &Zk, path: &str) -> Option<i64> {
+    let cfg = MetadataConfig::for_cluster(&zk.servers(), "/ledgers");
+    runtime().block_on(async {
+        let client = zk::connect(&cfg).await.expect("connect to ZooKeeper");
+        client
+            .check_stat(path)
+            .await
+            .expect("stat")
+            .map(|s| s.ephemeral_owner)
+    })
+}
+
+/// A supervisor's restart: SIGKILL, and a new bookie at once on the same directories, while
+/// the killed bookie's registration node still belongs to its session (ZooKeeper expires it
+/// only a session timeout after the last heartbeat). The new bookie waits for that node to go
+/// (up to 2 × zkTimeout + 5 s) and registers with its own session, where it used to wait one
+/// zkTimeout and exit 4. Here the new bookie's zkTimeout (4 s) is shorter than the killed one's
+/// (10 s), so the dead node outlives a one-zkTimeout wait every time instead of about half the
+/// time. The id comes from `listeningInterface=127.0.0.1` (an address, which used to be refused).
+#[test]
+fn a_bookie_restarted_right_after_sigkill_registers_again() {
+    let Some(zk) = Zk::start("a_bookie_restarted_right_after_sigkill_registers_again") else {
+        return;
+    };
+    let dir = common::tempdir("bookie-sigkill-");
+    let conf = dir.path().join("bk_server.conf");
+    let (port, http_port) = (free_port(), free_port());
+    let journal = dir.path().join("journal");
+    let ledgers = dir.path().join("ledgers");
+    let write = |timeout_ms: u32| {
+        write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
+        let text = std::fs::read_to_string(&conf)
+            .unwrap()
+            .replace("zkTimeout=6000", &format!("zkTimeout={timeout_ms}"))
+            .replace(
+                "advertisedAddress=127.0.0.1",
+                "listeningInterface=127.0.0.1",
+            );
+        std::fs::write(&conf, text).unwrap();
+    };
+    write(10_000);
+    init_cluster(&conf);
+    let id = format!("127.0.0.1:{port}");
+    let node = format!("/ledgers/available/{id}");
+    let mut b = start(&conf);
+    wait_for("the registration", || {
+        list_bookies(&zk).writable == [id.clone()]
+    });
+    let old = node_owner(&zk, &node).expect("registered");
+    let mut c = connect(port);
+    for e in 0..5 {
+        let r = c.call_v3(add(21, e), None).expect("add").response;
+        assert_eq!(r.status(), StatusCode::EOK);
+    }
+    drop(c);
+
+    // SIGKILL and restart at once, without waiting for the old process to be reaped.
+    write(4_000);
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(b.child.id() as i32, libc::SIGKILL) };
+    let mut again = start(&conf);
+    let _ = b.child.wait();
+    wait_for("the registration of the restarted bookie", || {
+        if let Some(status) = again.child.try_wait().expect("try_wait") {
+            panic!("the restarted bookie exited with {status}");
+        }
+        node_owner(&zk, &node).is_some_and(|owner| owner != old)
+    });
+    assert_eq!(list_bookies(&zk).writable, [id.clone()]);
+    let mut c = connect(port);
+    for e in 0..5 {
+        let r = c.call_v3(read(21, e), None).expect("read").response;
+        assert_eq!(r.status(), StatusCode::EOK, "entry {e}");
+    }
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(again.child.id() as i32, libc::SIGTERM) };
+    assert_eq!(again.child.wait().expect("wait").code(), Some(0));
+}
