@@ -423,10 +423,8 @@ fn shard_main(
         let mut next_conn = (id as u64) << 48;
         let live = Rc::new(std::cell::Cell::new(0usize));
         let shards = peers.len();
-        loop {
-            let Some(listener) = listener.as_ref() else {
-                break;
-            };
+        // No listener: stopped before every shard was ready.
+        while let Some(listener) = listener.as_ref() {
             let stream = tokio::select! {
                 _ = stop.changed() => break,
                 handed = connections.recv() => {

@@ -643,7 +643,7 @@ fn a_bookie_restarted_right_after_sigkill_registers_again() {
         }
         node_owner(&zk, &node).is_some_and(|owner| owner != old)
     });
-    assert_eq!(list_bookies(&zk).writable, [id.clone()]);
+    assert_eq!(list_bookies(&zk).writable, std::slice::from_ref(&id));
     let mut c = connect(port);
     for e in 0..5 {
         let r = c.call_v3(read(21, e), None).expect("read").response;
