@@ -103,6 +103,27 @@ impl Zk {
     }
 }
 
+impl Zk {
+    /// Stops this server for `down`, then starts it again with its data on the same port.
+    fn outage(&self, down: Duration) {
+        zk_script("stop", self.dir.path());
+        std::thread::sleep(down);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/zk");
+        let out = Command::new("bash")
+            .arg(script)
+            .arg("start")
+            .arg(self.dir.path())
+            .arg(self.port.to_string())
+            .output()
+            .expect("run scripts/zk");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 impl Drop for Zk {
     fn drop(&mut self) {
         zk_script("stop", self.dir.path());
@@ -652,4 +673,71 @@ fn a_bookie_restarted_right_after_sigkill_registers_again() {
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(again.child.id() as i32, libc::SIGTERM) };
     assert_eq!(again.child.wait().expect("wait").code(), Some(0));
+}
+
+/// A ZooKeeper outage of 4 × zkTimeout: the bookie keeps serving adds and reads throughout and
+/// does not exit (it used to exit 4 some 3.4 × zkTimeout into the outage, its client having
+/// declared the session expired on its own); when ZooKeeper is back its registration is still
+/// the one of the same session, which the restarted server kept.
+#[test]
+fn a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration() {
+    let Some(zk) =
+        Zk::start("a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration")
+    else {
+        return;
+    };
+    let dir = common::tempdir("bookie-outage-");
+    let conf = dir.path().join("bk_server.conf");
+    let (port, http_port) = (free_port(), free_port());
+    let journal = dir.path().join("journal");
+    let ledgers = dir.path().join("ledgers");
+    write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
+    let text = std::fs::read_to_string(&conf)
+        .unwrap()
+        .replace("zkTimeout=6000", "zkTimeout=3000");
+    std::fs::write(&conf, text).unwrap();
+    init_cluster(&conf);
+    let id = format!("127.0.0.1:{port}");
+    let node = format!("/ledgers/available/{id}");
+    let mut b = start(&conf);
+    wait_for("the registration", || {
+        list_bookies(&zk).writable == [id.clone()]
+    });
+    let session = node_owner(&zk, &node).expect("registered");
+
+    // Adds during the outage, from another thread, while ZooKeeper is down for 12 s.
+    let writer = std::thread::spawn(move || {
+        let mut c = connect(port);
+        let end = Instant::now() + Duration::from_secs(14);
+        let mut e = 0;
+        while Instant::now() < end {
+            let r = c.call_v3(add(31, e), None).expect("add").response;
+            assert_eq!(r.status(), StatusCode::EOK, "entry {e}");
+            e += 1;
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        e
+    });
+    zk.outage(Duration::from_secs(12));
+    let added = writer.join().expect("the writer");
+    assert!(
+        b.child.try_wait().expect("try_wait").is_none(),
+        "the bookie exited during the outage"
+    );
+    wait_for("the registration after the outage", || {
+        node_owner(&zk, &node).is_some()
+    });
+    // Time for a wrong re-registration (or exit) to show.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(b.child.try_wait().expect("try_wait").is_none(), "exited");
+    assert_eq!(node_owner(&zk, &node), Some(session), "a new session");
+    let mut c = connect(port);
+    for e in 0..added {
+        let r = c.call_v3(read(31, e), None).expect("read").response;
+        assert_eq!(r.status(), StatusCode::EOK, "entry {e}");
+    }
+    eprintln!("{added} adds during a 12 s ZooKeeper outage, session {session:#x} kept");
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(b.child.id() as i32, libc::SIGTERM) };
+    assert_eq!(b.child.wait().expect("wait").code(), Some(0));
 }
