@@ -6,7 +6,10 @@
 //! refuses the start with exit code 1 (`INVALID_CONF`). After every shard has replayed its
 //! journal and listens, the bookie registers under `<root>/available[/readonly]/<id>`, follows
 //! the read-only flag of [`BookieState`], and stops the bookie with exit code 4 (`ZK_REG_FAIL`)
-//! when the registration is lost for good. On shutdown it unregisters before the shards stop.
+//! when the registration is lost for good: ZooKeeper answered and refused it (cluster metadata
+//! gone, the id held by a live session). A ZooKeeper outage, however long, does not stop the
+//! bookie: the registration follows the server's verdict on the session (`metadata::registration`).
+//! On shutdown it unregisters before the shards stop.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};

@@ -1,8 +1,10 @@
 //! Starting and stopping the shards.
 //!
 //! `run` creates one queue pair per shard, starts each shard on its own thread (pinned to a
-//! core when configured), waits until every shard has recovered its journal and bound its
-//! listener (SO_REUSEPORT: the kernel spreads connections over the shards' listeners), then
+//! core when configured), waits until every shard has recovered its journal, and only then has
+//! every shard bind its listener (SO_REUSEPORT: the kernel spreads connections over the shards'
+//! listeners) — as Java binds once the bookie has started: a port that accepted while one shard
+//! still replayed would take connections whose adds hang until that shard is ready. Then it
 //! waits for SIGINT/SIGTERM, tells the shards to stop, and joins them. A shard stops by no
 //! longer accepting, flushing its journal and answering what became durable.
 //!
@@ -109,13 +111,14 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     let metrics = Arc::new(Metrics::new(shards));
     let (stop_tx, stop_rx) = watch::channel(false);
     let (ready_tx, ready_rx) = std_mpsc::channel::<Result<usize, String>>();
+    let (listen_tx, listen_rx) = watch::channel(false);
     let accepted = Arc::new(AtomicUsize::new(0));
     let mut threads = Vec::new();
     for (id, inbox) in inboxes.into_iter().enumerate() {
         let (config, peers, stop, ready, accepted) = (
             config.clone(),
             peers.clone(),
-            stop_rx.clone(),
+            (stop_rx.clone(), listen_rx.clone()),
             ready_tx.clone(),
             accepted.clone(),
         );
@@ -131,18 +134,13 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         threads.push(thread);
     }
     drop(ready_tx);
-    let mut failure = None;
     let mut exit_code = 1;
-    for _ in 0..shards {
-        match ready_rx.recv() {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                failure.get_or_insert(e);
-            }
-            Err(_) => {
-                failure.get_or_insert("a shard thread died while starting".into());
-            }
-        }
+    // Twice from each shard: journal replayed, then listening.
+    let mut failure = wait_for_shards(&ready_rx, shards).err();
+    if failure.is_none() {
+        log::info!("every shard has replayed its journal; listening on {addr}");
+        let _ = listen_tx.send(true);
+        failure = wait_for_shards(&ready_rx, shards).err();
     }
     let (disk_stop, disk_stop_rx) = std_mpsc::channel::<()>();
     let mut disk_checker = None;
@@ -261,6 +259,26 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     }
 }
 
+/// One report from each of `shards` shards; the first error if any failed.
+fn wait_for_shards(
+    reports: &std_mpsc::Receiver<Result<usize, String>>,
+    shards: usize,
+) -> Result<(), String> {
+    let mut failure = None;
+    for _ in 0..shards {
+        match reports.recv() {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                failure.get_or_insert(e);
+            }
+            Err(_) => {
+                failure.get_or_insert("a shard thread died while starting".into());
+            }
+        }
+    }
+    failure.map_or(Ok(()), Err)
+}
+
 /// SIGINT/SIGTERM handlers, installed before anything starts so an early signal is never the
 /// default (abrupt) termination.
 struct Signals {
@@ -316,7 +334,7 @@ fn shard_main(
     peers: Arc<Vec<ShardHandle>>,
     inbox: ShardInbox,
     addr: SocketAddr,
-    mut stop: watch::Receiver<bool>,
+    (mut stop, mut listen): (watch::Receiver<bool>, watch::Receiver<bool>),
     ready: std_mpsc::Sender<Result<usize, String>>,
     accepted: Arc<AtomicUsize>,
     (state, metrics): (Arc<BookieState>, Arc<Metrics>),
@@ -345,13 +363,6 @@ fn shard_main(
             }
         };
         SHARD.with(|s| *s.borrow_mut() = Some(Rc::downgrade(&shard)));
-        let listener = match bind(addr) {
-            Ok(l) => l,
-            Err(e) => {
-                let _ = ready.send(Err(format!("shard {id}: cannot listen on {addr}: {e}")));
-                return;
-            }
-        };
         let eventfd = shard.borrow().journal_eventfd();
         let journal_task = tokio::task::spawn_local(drive_journal(shard.clone(), eventfd));
         let ShardInbox {
@@ -419,10 +430,26 @@ fn shard_main(
             }
         });
         let _ = ready.send(Ok(id));
+        // Listen once every shard is ready (the main thread says so), or never when stopped.
+        let listener = tokio::select! {
+            go = listen.wait_for(|go| *go) => match go.map(|_| bind(addr)) {
+                Ok(Ok(l)) => {
+                    let _ = ready.send(Ok(id));
+                    Some(l)
+                }
+                Ok(Err(e)) => {
+                    let _ = ready.send(Err(format!("shard {id}: cannot listen on {addr}: {e}")));
+                    None
+                }
+                Err(_) => None,
+            },
+            _ = stop.changed() => None,
+        };
         let mut next_conn = (id as u64) << 48;
         let live = Rc::new(std::cell::Cell::new(0usize));
         let shards = peers.len();
-        loop {
+        // No listener: stopped before every shard was ready.
+        while let Some(listener) = listener.as_ref() {
             let stream = tokio::select! {
                 _ = stop.changed() => break,
                 handed = connections.recv() => {

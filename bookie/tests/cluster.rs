@@ -103,6 +103,27 @@ impl Zk {
     }
 }
 
+impl Zk {
+    /// Stops this server for `down`, then starts it again with its data on the same port.
+    fn outage(&self, down: Duration) {
+        zk_script("stop", self.dir.path());
+        std::thread::sleep(down);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/zk");
+        let out = Command::new("bash")
+            .arg(script)
+            .arg("start")
+            .arg(self.dir.path())
+            .arg(self.port.to_string())
+            .output()
+            .expect("run scripts/zk");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 impl Drop for Zk {
     fn drop(&mut self) {
         zk_script("stop", self.dir.path());
@@ -429,8 +450,10 @@ fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
     });
     let before = last;
 
-    // Ledgers 1..=5 are deleted by a client: only their znodes go.
+    // Ledgers 1..=5 are deleted by a client: only their znodes go. A new session: the first
+    // one is only driven inside `block_on`, and the adds above can outlast its timeout.
     rt.block_on(async {
+        let client = zk::connect(&cfg).await.expect("connect to ZooKeeper");
         for l in 1..=5u64 {
             client.delete(&ledger_znode(l), None).await.unwrap();
         }
@@ -573,4 +596,151 @@ fn lost_registration_exits_with_code_4() {
     wait_for("the registration after ZooKeeper came back", || {
         list_bookies(&zk).writable == [id.clone()]
     });
+}
+
+/// The ZooKeeper session owning `path`, if the node exists.
+fn node_owner(zk: &Zk, path: &str) -> Option<i64> {
+    let cfg = MetadataConfig::for_cluster(&zk.servers(), "/ledgers");
+    runtime().block_on(async {
+        let client = zk::connect(&cfg).await.expect("connect to ZooKeeper");
+        client
+            .check_stat(path)
+            .await
+            .expect("stat")
+            .map(|s| s.ephemeral_owner)
+    })
+}
+
+/// A supervisor's restart: SIGKILL, and a new bookie at once on the same directories, while
+/// the killed bookie's registration node still belongs to its session (ZooKeeper expires it
+/// only a session timeout after the last heartbeat). The new bookie waits for that node to go
+/// (up to 2 × zkTimeout + 5 s) and registers with its own session, where it used to wait one
+/// zkTimeout and exit 4. Here the new bookie's zkTimeout (4 s) is shorter than the killed one's
+/// (10 s), so the dead node outlives a one-zkTimeout wait every time instead of about half the
+/// time. The id comes from `listeningInterface=127.0.0.1` (an address, which used to be refused).
+#[test]
+fn a_bookie_restarted_right_after_sigkill_registers_again() {
+    let Some(zk) = Zk::start("a_bookie_restarted_right_after_sigkill_registers_again") else {
+        return;
+    };
+    let dir = common::tempdir("bookie-sigkill-");
+    let conf = dir.path().join("bk_server.conf");
+    let (port, http_port) = (free_port(), free_port());
+    let journal = dir.path().join("journal");
+    let ledgers = dir.path().join("ledgers");
+    let write = |timeout_ms: u32| {
+        write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
+        let text = std::fs::read_to_string(&conf)
+            .unwrap()
+            .replace("zkTimeout=6000", &format!("zkTimeout={timeout_ms}"))
+            .replace(
+                "advertisedAddress=127.0.0.1",
+                "listeningInterface=127.0.0.1",
+            );
+        std::fs::write(&conf, text).unwrap();
+    };
+    write(10_000);
+    init_cluster(&conf);
+    let id = format!("127.0.0.1:{port}");
+    let node = format!("/ledgers/available/{id}");
+    let mut b = start(&conf);
+    wait_for("the registration", || {
+        list_bookies(&zk).writable == [id.clone()]
+    });
+    let old = node_owner(&zk, &node).expect("registered");
+    let mut c = connect(port);
+    for e in 0..5 {
+        let r = c.call_v3(add(21, e), None).expect("add").response;
+        assert_eq!(r.status(), StatusCode::EOK);
+    }
+    drop(c);
+
+    // SIGKILL and restart at once, without waiting for the old process to be reaped.
+    write(4_000);
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(b.child.id() as i32, libc::SIGKILL) };
+    let mut again = start(&conf);
+    let _ = b.child.wait();
+    wait_for("the registration of the restarted bookie", || {
+        if let Some(status) = again.child.try_wait().expect("try_wait") {
+            panic!("the restarted bookie exited with {status}");
+        }
+        node_owner(&zk, &node).is_some_and(|owner| owner != old)
+    });
+    assert_eq!(list_bookies(&zk).writable, std::slice::from_ref(&id));
+    let mut c = connect(port);
+    for e in 0..5 {
+        let r = c.call_v3(read(21, e), None).expect("read").response;
+        assert_eq!(r.status(), StatusCode::EOK, "entry {e}");
+    }
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(again.child.id() as i32, libc::SIGTERM) };
+    assert_eq!(again.child.wait().expect("wait").code(), Some(0));
+}
+
+/// A ZooKeeper outage of 4 × zkTimeout: the bookie keeps serving adds and reads throughout and
+/// does not exit (it used to exit 4 some 3.4 × zkTimeout into the outage, its client having
+/// declared the session expired on its own); when ZooKeeper is back its registration is still
+/// the one of the same session, which the restarted server kept.
+#[test]
+fn a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration() {
+    let Some(zk) =
+        Zk::start("a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration")
+    else {
+        return;
+    };
+    let dir = common::tempdir("bookie-outage-");
+    let conf = dir.path().join("bk_server.conf");
+    let (port, http_port) = (free_port(), free_port());
+    let journal = dir.path().join("journal");
+    let ledgers = dir.path().join("ledgers");
+    write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
+    let text = std::fs::read_to_string(&conf)
+        .unwrap()
+        .replace("zkTimeout=6000", "zkTimeout=3000");
+    std::fs::write(&conf, text).unwrap();
+    init_cluster(&conf);
+    let id = format!("127.0.0.1:{port}");
+    let node = format!("/ledgers/available/{id}");
+    let mut b = start(&conf);
+    wait_for("the registration", || {
+        list_bookies(&zk).writable == [id.clone()]
+    });
+    let session = node_owner(&zk, &node).expect("registered");
+
+    // Adds during the outage, from another thread, while ZooKeeper is down for 12 s.
+    let writer = std::thread::spawn(move || {
+        let mut c = connect(port);
+        let end = Instant::now() + Duration::from_secs(14);
+        let mut e = 0;
+        while Instant::now() < end {
+            let r = c.call_v3(add(31, e), None).expect("add").response;
+            assert_eq!(r.status(), StatusCode::EOK, "entry {e}");
+            e += 1;
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        e
+    });
+    zk.outage(Duration::from_secs(12));
+    let added = writer.join().expect("the writer");
+    assert!(
+        b.child.try_wait().expect("try_wait").is_none(),
+        "the bookie exited during the outage"
+    );
+    wait_for("the registration after the outage", || {
+        node_owner(&zk, &node).is_some()
+    });
+    // Time for a wrong re-registration (or exit) to show.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(b.child.try_wait().expect("try_wait").is_none(), "exited");
+    assert_eq!(node_owner(&zk, &node), Some(session), "a new session");
+    let mut c = connect(port);
+    for e in 0..added {
+        let r = c.call_v3(read(31, e), None).expect("read").response;
+        assert_eq!(r.status(), StatusCode::EOK, "entry {e}");
+    }
+    eprintln!("{added} adds during a 12 s ZooKeeper outage, session {session:#x} kept");
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(b.child.id() as i32, libc::SIGTERM) };
+    assert_eq!(b.child.wait().expect("wait").code(), Some(0));
 }

@@ -237,8 +237,17 @@ fn is_loopback_host(host: &str) -> bool {
     }
 }
 
-/// IPv4 address of the named interface, or of the interface of the default route.
+/// The address `listeningInterface` names: an address as written (the bookie listens on it,
+/// so it is what clients reach), an interface's IPv4 address, or, unset or `0.0.0.0` (every
+/// address), the address of the default route's interface.
 fn interface_ip(name: Option<&str>) -> Result<IpAddr> {
+    let mut name = name;
+    if let Some(ip) = name.and_then(|n| n.trim().parse::<IpAddr>().ok()) {
+        if !ip.is_unspecified() {
+            return Ok(ip);
+        }
+        name = None;
+    }
     match name {
         Some(n) => interface_ipv4(n).map(IpAddr::V4).ok_or_else(|| {
             MetaError::Config(format!("listeningInterface {n:?} has no IPv4 address"))
@@ -539,5 +548,39 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(derive_bookie_address(&lo).unwrap().host, "127.0.0.1");
+    }
+
+    /// `listeningInterface` may be an address, as the bookie's own listener takes it: the id is
+    /// built on that address (it used to be refused as an interface without an IPv4 address).
+    #[test]
+    fn listening_interface_may_be_an_address() {
+        let c = BookieIdConfig {
+            listening_interface: Some("127.0.0.1".into()),
+            bookie_port: 3181,
+            allow_loopback: true,
+            ..Default::default()
+        };
+        let a = derive_bookie_address(&c).unwrap();
+        assert_eq!(
+            (a.id.as_str(), a.host.as_str()),
+            ("127.0.0.1:3181", "127.0.0.1")
+        );
+        let c = BookieIdConfig {
+            listening_interface: Some("10.9.8.7".into()),
+            ..c
+        };
+        assert_eq!(derive_bookie_address(&c).unwrap().id, "10.9.8.7:3181");
+        let c = BookieIdConfig {
+            listening_interface: Some("0.0.0.0".into()),
+            ..c
+        };
+        let all = derive_bookie_address(&c).unwrap();
+        assert_ne!(all.host, "0.0.0.0", "the id names a reachable address");
+        let c = BookieIdConfig {
+            listening_interface: Some("nosuchif0".into()),
+            ..c
+        };
+        let err = derive_bookie_address(&c).unwrap_err().to_string();
+        assert!(err.contains("nosuchif0"), "{err}");
     }
 }

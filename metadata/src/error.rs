@@ -24,10 +24,12 @@ pub enum MetaError {
     ClusterNotInitialized(String),
     /// `initnewcluster` found `<root>` already there.
     ClusterExists(String),
-    /// A previous registration node is still owned by another session after waiting.
-    StaleRegistration { path: String, waited_ms: u64 },
-    /// The session expired and re-registration did not succeed in time.
-    RegistrationLost(String),
+    /// A registration node is still owned by another (live) session after waiting.
+    StaleRegistration {
+        path: String,
+        owner: i64,
+        waited_ms: u64,
+    },
     /// A cookie does not match, is missing where it must exist, or cannot be parsed.
     InvalidCookie(String),
     /// Local file system error (cookie files).
@@ -75,12 +77,16 @@ impl fmt::Display for MetaError {
             MetaError::ClusterExists(root) => {
                 write!(f, "{root} already exists in ZooKeeper; refusing to initialise a new cluster")
             }
-            MetaError::StaleRegistration { path, waited_ms } => write!(
+            MetaError::StaleRegistration {
+                path,
+                owner,
+                waited_ms,
+            } => write!(
                 f,
-                "registration node {path} still belongs to another ZooKeeper session after waiting \
-                 {waited_ms} ms (is another bookie running with the same id?)"
+                "registration node {path} still belongs to ZooKeeper session {owner:#x} after \
+                 waiting {waited_ms} ms, longer than a dead session lives: another bookie is \
+                 running with the same id"
             ),
-            MetaError::RegistrationLost(m) => write!(f, "registration lost: {m}"),
             MetaError::InvalidCookie(m) => write!(f, "invalid cookie: {m}"),
             MetaError::Io { path, err } => write!(f, "{path}: {err}"),
             MetaError::Layout(m) => write!(f, "ledger layout: {m}"),

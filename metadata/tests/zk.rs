@@ -55,7 +55,13 @@ impl Zk {
     }
 
     fn restart(&self) {
+        self.outage(Duration::ZERO);
+    }
+
+    /// Stops the server for `down`, then starts it again with its data on the same port.
+    fn outage(&self, down: Duration) {
         self.stop();
+        std::thread::sleep(down);
         run_script("start", self.dir.path(), Some(self.port));
     }
 }
@@ -507,6 +513,58 @@ async fn zookeeper_restart_keeps_registration() {
         .await
         .is_some());
     reg.shutdown().await.unwrap();
+}
+
+/// A ZooKeeper outage longer than the session timeout does not cost the registration: the
+/// client gives the session up after 1.4 session timeouts without a server, but the bookie
+/// waits for a server's verdict, and a restarted server still knows the session (it restarts
+/// its session timers). The registration keeps its session and its node throughout, never
+/// unregistered, never failed (which used to happen 3.4 session timeouts into the outage).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_outage_keeps_the_session_until_the_server_says_otherwise() {
+    let Some(z) = Zk::start("zookeeper_outage_keeps_the_session_until_the_server_says_otherwise")
+    else {
+        return;
+    };
+    let c = cfg(&z, "/ledgers", "127.0.0.1:3187", 3000);
+    let client = zk::connect(&c).await.unwrap();
+    cluster::init_new_cluster(&client, &c).await.unwrap();
+    drop(client);
+    let reg = Registration::start(c.clone(), false).await.unwrap();
+    let rw = "/ledgers/available/127.0.0.1:3187";
+    let first = reg.session().id().0;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut st = reg.watch_state();
+    let log = seen.clone();
+    let watcher = tokio::spawn(async move {
+        while st.changed().await.is_ok() {
+            log.lock().unwrap().push(st.borrow_and_update().clone());
+        }
+    });
+
+    let zk = &z;
+    tokio::task::block_in_place(|| zk.outage(Duration::from_secs(11)));
+    let client = zk::connect(&c).await.unwrap();
+    until("the registration back", Duration::from_secs(30), || async {
+        owner(&client, rw).await.is_some()
+    })
+    .await;
+    // Give a wrong re-registration time to show.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        owner(&client, rw).await,
+        Some(first),
+        "the node changed session"
+    );
+    assert_eq!(reg.session().id().0, first);
+    assert_eq!(reg.state(), RegState::Writable);
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.iter().all(|s| *s == RegState::Writable),
+        "states during the outage: {seen:?}"
+    );
+    reg.shutdown().await.unwrap();
+    watcher.abort();
 }
 
 fn dirs_in(base: &Path, ledgers: &[&str]) -> CookieDirs {
