@@ -33,7 +33,7 @@ fn every_durable_record_has_its_group_timing_in_order() {
                 appended_at.push(now);
             }
         }
-        j.tick(disk.now_us(), step % 3 == 0).expect("tick");
+        j.tick(disk.now_us(), step.is_multiple_of(3)).expect("tick");
         let durable = j.durable_lsn().0 as usize;
         while seen_durable_at.len() < durable {
             seen_durable_at.push(disk.now_us());
