@@ -319,6 +319,7 @@ fn reply(
         conn_id,
         frame: ResponseFrame { header, response },
         timing,
+        ready_at: 0,
     });
 }
 
