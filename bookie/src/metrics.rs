@@ -545,10 +545,13 @@ impl Metrics {
         for (i, stage) in STAGE_NAMES.iter().enumerate() {
             let m = self.merged(|s| &s.stages[i]);
             let mut cumulative = 0;
-            // Bucket bounds every power of two (every 4th fine bucket), from 4 µs.
+            // Bucket bounds every power of two (every 4th fine bucket) from 4 µs, and the
+            // bound of every fine bucket (≤ 19 % wide) that holds something: quantiles of a
+            // difference of two scrapes stay that precise, and a bound absent from a scrape
+            // has the count of the next lower one.
             for (b, c) in m.counts.iter().enumerate() {
                 cumulative += c;
-                if b >= 3 && b % 4 == 3 && b < BUCKETS - 1 {
+                if b < BUCKETS - 1 && ((b >= 3 && b % 4 == 3) || *c > 0) {
                     let le = (bucket_upper(b) + 1) as f64 / 1000.0;
                     let _ = writeln!(
                         o,

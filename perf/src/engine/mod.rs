@@ -49,6 +49,7 @@ use net::{ReadFlag, Request, Response, ResponseFrame, StatusCode};
 use crate::entry::{build_entry, verify_entry, DigestType, EntryHeader};
 use crate::load::{write_set, AckOutcome, AckSet, Arrival, Latency, Rng, Schedule, SizeDist};
 use crate::report::{new_histogram, HDR_HIGHEST_US};
+use crate::stages::ThreadTime;
 
 /// Wire protocol of the requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -243,15 +244,28 @@ pub struct RunResult {
     pub client_cpu_s: f64,
     /// Replies that matched no request (a bookie bug, or a reply after a timeout).
     pub unmatched: u64,
+    /// Each engine thread's scheduler time when it finished (since it started).
+    pub engine_threads: Vec<ThreadTime>,
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Connects, preloads, runs the measured window on `config.threads` threads, merges.
+#[cfg(test)]
 pub fn run(config: &EngineConfig) -> Result<RunResult, BoxError> {
+    run_observed(config, &mut || {})
+}
+
+/// [`run`], calling `window_starts` on the calling thread when the warm-up ends and the
+/// measured window begins (to take the bookie's metrics then).
+pub fn run_observed(
+    config: &EngineConfig,
+    window_starts: &mut dyn FnMut(),
+) -> Result<RunResult, BoxError> {
     validate(config)?;
     let threads = config.threads.max(1).min(config.ledgers.max(1));
-    let barrier = Arc::new(Barrier::new(threads));
+    // The engine threads and this one: all start their clocks together.
+    let barrier = Arc::new(Barrier::new(threads + 1));
     let cpu_before = process_cpu_s();
     let mut handles = Vec::new();
     for t in 0..threads {
@@ -260,7 +274,7 @@ pub fn run(config: &EngineConfig) -> Result<RunResult, BoxError> {
         handles.push(
             std::thread::Builder::new()
                 .name(format!("bkperf-{t}"))
-                .spawn(move || -> Result<Engine, String> {
+                .spawn(move || -> Result<(Engine, Option<ThreadTime>), String> {
                     let mut engine = Engine::new(&config, t, threads).map_err(|e| e.to_string());
                     if let Ok(e) = engine.as_mut() {
                         if let Err(err) = e.preload() {
@@ -270,17 +284,23 @@ pub fn run(config: &EngineConfig) -> Result<RunResult, BoxError> {
                     barrier.wait();
                     let mut engine = engine?;
                     engine.measure().map_err(|e| e.to_string())?;
-                    Ok(engine)
+                    // The thread's scheduler time, read before it exits and /proc forgets it.
+                    Ok((engine, crate::stages::this_thread()))
                 })?,
         );
     }
+    barrier.wait();
+    std::thread::sleep(config.warmup);
+    window_starts();
     let mut write: Option<SideResult> = None;
     let mut read: Option<SideResult> = None;
     let mut unmatched = 0;
+    let mut engine_threads = Vec::new();
     let mut first_err = None;
     for h in handles {
         match h.join() {
-            Ok(Ok(engine)) => {
+            Ok(Ok((engine, sched))) => {
+                engine_threads.extend(sched);
                 unmatched += engine
                     .conns
                     .iter()
@@ -308,6 +328,7 @@ pub fn run(config: &EngineConfig) -> Result<RunResult, BoxError> {
         measured: config.duration,
         client_cpu_s: process_cpu_s() - cpu_before,
         unmatched,
+        engine_threads,
     })
 }
 
