@@ -54,6 +54,8 @@ pub trait RequestSink {
     fn unblocked(&self) -> Rc<Notify>;
     /// The connection is gone.
     fn forget_connection(&mut self, id: u64);
+    /// Replies stamped with these ready times (`metrics::now_us`) reached the socket.
+    fn replies_written(&self, _ready_at_us: &[u64]) {}
 }
 
 /// The byte budget of replies a shard holds for its connections and has not yet written.
@@ -171,9 +173,14 @@ pub struct Conn {
     /// Replies that arrived while the connection was over its budget: kept as they are (their
     /// bodies are shared with the write cache or a read buffer, not copied) and encoded as the
     /// socket drains.
-    parked: RefCell<VecDeque<(ResponseFrame, usize)>>,
+    parked: RefCell<VecDeque<(ResponseFrame, usize, u64)>>,
     /// Bytes in `out` or being written.
     encoded: Cell<usize>,
+    /// Ready times of the stamped replies in `out` (see [`Conn::send_timed`]).
+    stamps: RefCell<Vec<u64>>,
+    /// When the last socket read returned (`metrics::now_us`): the frames it completed were
+    /// read then.
+    read_at: Cell<u64>,
     wake_writer: Notify,
     wake_reader: Notify,
     outstanding: Cell<usize>,
@@ -188,6 +195,8 @@ impl Conn {
             out: RefCell::new(BytesMut::new()),
             parked: RefCell::new(VecDeque::new()),
             encoded: Cell::new(0),
+            stamps: RefCell::new(Vec::new()),
+            read_at: Cell::new(0),
             wake_writer: Notify::new(),
             wake_reader: Notify::new(),
             outstanding: Cell::new(0),
@@ -209,8 +218,15 @@ impl Conn {
         self.shared.is_gone()
     }
 
-    /// Queues a reply for sending (dropped if the connection is closed).
-    pub fn send(&self, frame: ResponseFrame) {
+    /// When the socket read that completed the frames being dispatched returned.
+    pub fn read_at(&self) -> u64 {
+        self.read_at.get()
+    }
+
+    /// Queues a reply for sending (dropped if the connection is closed). It was ready at
+    /// `ready_at_us` (`metrics::now_us`; 0: not timed): once its bytes are written, the shard
+    /// hears of it through [`RequestSink::replies_written`].
+    pub fn send_timed(&self, frame: ResponseFrame, ready_at_us: u64) {
         let left = self.outstanding.get().saturating_sub(1);
         self.outstanding.set(left);
         if left + 1 == self.max_outstanding {
@@ -223,15 +239,15 @@ impl Conn {
         if !parked.is_empty() || self.encoded.get() >= self.shared.budget.per_connection {
             let size = parked_size(&frame);
             self.shared.add(size);
-            parked.push_back((frame, size));
+            parked.push_back((frame, size, ready_at_us));
             return;
         }
         drop(parked);
-        self.encode(&frame);
+        self.encode(&frame, ready_at_us);
         self.wake_writer.notify_one();
     }
 
-    fn encode(&self, frame: &ResponseFrame) {
+    fn encode(&self, frame: &ResponseFrame, ready_at_us: u64) {
         let added = {
             let mut out = self.out.borrow_mut();
             let before = out.len();
@@ -241,6 +257,9 @@ impl Conn {
             }
             out.len() - before
         };
+        if ready_at_us != 0 {
+            self.stamps.borrow_mut().push(ready_at_us);
+        }
         self.encoded.set(self.encoded.get() + added);
         self.shared.add(added);
     }
@@ -251,11 +270,11 @@ impl Conn {
             if self.encoded.get() >= self.shared.budget.per_connection {
                 return;
             }
-            let Some((frame, size)) = self.parked.borrow_mut().pop_front() else {
+            let Some((frame, size, ready_at_us)) = self.parked.borrow_mut().pop_front() else {
                 return;
             };
             self.shared.sub(size);
-            self.encode(&frame);
+            self.encode(&frame, ready_at_us);
         }
     }
 
@@ -283,7 +302,7 @@ impl Conn {
     /// drop the replies not yet encoded (Java does not send a reply it timed out on).
     fn stuck(&self) {
         let parked = self.parked.take();
-        let dropped: usize = parked.iter().map(|(_, size)| size).sum();
+        let dropped: usize = parked.iter().map(|(_, size, _)| size).sum();
         self.shared.sub(dropped);
         STUCK.warn(|more| {
             format!(
@@ -314,7 +333,8 @@ impl Conn {
             n
         };
         self.encoded.set(self.encoded.get() - dropped);
-        let parked: usize = self.parked.take().iter().map(|(_, size)| size).sum();
+        self.stamps.borrow_mut().clear();
+        let parked: usize = self.parked.take().iter().map(|(_, size, _)| size).sum();
         self.shared.sub(dropped + parked);
         self.wake_writer.notify_one();
         self.wake_reader.notify_one();
@@ -382,7 +402,11 @@ pub async fn serve<S: RequestSink + 'static>(
     let _ = stream.set_nodelay(true);
     let (mut reader, mut writer) = stream.into_split();
     let out_conn = conn.clone();
+    let out_shard = shard.clone();
     let writer_task = tokio::task::spawn_local(async move {
+        // Ready times of the replies being written (swapped with the connection's, so that
+        // neither allocates once grown).
+        let mut writing: Vec<u64> = Vec::new();
         loop {
             out_conn.wake_writer.notified().await;
             loop {
@@ -396,11 +420,16 @@ pub async fn serve<S: RequestSink + 'static>(
                     if out.is_empty() {
                         break;
                     }
+                    std::mem::swap(&mut writing, &mut *out_conn.stamps.borrow_mut());
                     out.split().freeze()
                 };
                 if write_replies(&mut writer, &data, &out_conn).await.is_err() {
                     out_conn.close();
                     return;
+                }
+                if !writing.is_empty() {
+                    out_shard.borrow().replies_written(&writing);
+                    writing.clear();
                 }
             }
         }
@@ -469,7 +498,7 @@ pub async fn serve<S: RequestSink + 'static>(
         }
         match reader.read_buf(&mut buf).await {
             Ok(0) => break,
-            Ok(_) => {}
+            Ok(_) => conn.read_at.set(crate::metrics::now_us()),
             Err(err) => {
                 log::debug!("connection {}: read error {err}", conn.id);
                 break;

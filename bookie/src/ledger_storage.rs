@@ -280,6 +280,7 @@ fn reply(
         conn_id,
         frame: ResponseFrame { header, response },
         timing,
+        ready_at: 0,
     });
 }
 

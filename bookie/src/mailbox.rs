@@ -34,6 +34,8 @@ pub struct RemoteReply {
     /// A reply from the reader thread: `metrics::pack_timing` of the request, for the origin
     /// shard to record (0: recorded already).
     pub timing: u64,
+    /// An add's reply: when it was ready (`metrics::now_us`), for the `reply` stage (0: none).
+    pub ready_at: u64,
 }
 
 /// Questions the HTTP admin thread asks a shard, answered between requests.

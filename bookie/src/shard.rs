@@ -60,6 +60,12 @@ enum Responder {
 }
 
 impl Responder {
+    fn op(&self) -> Op {
+        match self {
+            Responder::Local { op, .. } | Responder::Remote { op, .. } => *op,
+        }
+    }
+
     /// Whether the connection the reply is for has closed.
     fn is_gone(&self) -> bool {
         match self {
@@ -160,7 +166,6 @@ pub struct Shard {
     watchers: HashMap<i64, Vec<Watcher>>,
     next_watch: u64,
     conns: HashMap<u64, Weak<Conn>>,
-    started: Instant,
     ledger_dir: std::path::PathBuf,
     /// This shard's journal or ledger storage failed: it takes no more writes (and the
     /// bookie-wide state is read-only for good, see `readonly.rs`).
@@ -276,7 +281,6 @@ impl Shard {
             watchers: HashMap::new(),
             next_watch: 0,
             conns: HashMap::new(),
-            started,
             ledger_dir,
             read_only: false,
             state,
@@ -305,8 +309,9 @@ impl Shard {
             .map(|d| Duration::from_micros(d.saturating_sub(self.now_us())))
     }
 
+    /// The shard's clock, shared with the journal (its group timings) and the metrics.
     fn now_us(&self) -> u64 {
-        self.started.elapsed().as_micros() as u64
+        now_us()
     }
 
     pub fn register_connection(&mut self, conn: &Rc<Conn>) {
@@ -323,6 +328,9 @@ impl Shard {
         let header = frame.reply_header();
         let (op, since) = (op_of(&frame.request), now_us());
         self.m().started(op);
+        if op == Op::AddEntry {
+            self.m().stage_between(Stage::Decode, conn.read_at(), since);
+        }
         let local = |conn: &Rc<Conn>| Responder::Local {
             conn: conn.clone(),
             header,
@@ -412,7 +420,7 @@ impl Shard {
             self.m().stage(Stage::CacheMissRead, since);
         }
         if let Some(conn) = self.conns.get(&reply.conn_id).and_then(Weak::upgrade) {
-            conn.send(reply.frame);
+            conn.send_timed(reply.frame, reply.ready_at);
         }
     }
 
@@ -439,6 +447,7 @@ impl Shard {
                     self.m()
                         .write_bytes
                         .fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                    let started = now_us();
                     let d = self.table.add(
                         *ledger_id,
                         *entry_id,
@@ -447,6 +456,7 @@ impl Shard {
                         *recovery,
                         now,
                     );
+                    self.m().stage(Stage::WriteCache, started);
                     self.wake_watchers(*ledger_id);
                     d
                 }
@@ -748,10 +758,14 @@ impl Shard {
                 since,
             } => {
                 self.record(op, since, &reply);
-                conn.send(ResponseFrame {
-                    header,
-                    response: reply,
-                })
+                let ready_at = if op == Op::AddEntry { now_us() } else { 0 };
+                conn.send_timed(
+                    ResponseFrame {
+                        header,
+                        response: reply,
+                    },
+                    ready_at,
+                )
             }
             Responder::Remote {
                 origin,
@@ -766,11 +780,13 @@ impl Shard {
                     header,
                     response: reply,
                 };
+                let ready_at = if op == Op::AddEntry { now_us() } else { 0 };
                 // The origin shard only stops at process exit.
                 let _ = self.peers[origin].replies.send(RemoteReply {
                     conn_id,
                     frame,
                     timing: 0,
+                    ready_at,
                 });
             }
         }
@@ -870,6 +886,9 @@ impl Shard {
             let p = self.pending.pop_front().expect("front");
             self.m().journal_add(p.at);
             self.m().stage(Stage::Journal, p.at);
+            if p.to.op() == Op::AddEntry {
+                self.record_journal_steps(p.at, p.lsn);
+            }
             self.answer(p.to, p.reply);
         }
         self.maybe_flush();
@@ -897,6 +916,19 @@ impl Shard {
                 self.respond(p.to, reply);
             }
         }
+    }
+
+    /// An add's journal time split into its group's steps: waiting for the group's write, the
+    /// write, the sync.
+    fn record_journal_steps(&mut self, appended_at: u64, lsn: Lsn) {
+        let Some(t) = self.journal.group_timing(lsn) else {
+            return;
+        };
+        let m = &self.metrics.shards[self.id];
+        let submitted = t.submitted_us.max(appended_at);
+        m.stage_between(Stage::JournalGroupWait, appended_at, submitted);
+        m.stage_between(Stage::JournalWrite, submitted, t.written_us);
+        m.stage_between(Stage::JournalFsync, t.written_us, t.synced_us);
     }
 
     /// Appends the records that waited for a journal buffer, in order, as far as buffers allow.
@@ -1059,6 +1091,13 @@ impl RequestSink for Shard {
 
     fn forget_connection(&mut self, id: u64) {
         Shard::forget_connection(self, id)
+    }
+
+    fn replies_written(&self, ready_at_us: &[u64]) {
+        let (m, now) = (self.m(), now_us());
+        for &ready in ready_at_us {
+            m.stage_between(Stage::Reply, ready, now);
+        }
     }
 }
 

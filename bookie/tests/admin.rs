@@ -292,3 +292,60 @@ fn read_only_when_the_disk_threshold_is_exceeded() {
     }
     b.stop();
 }
+
+/// Every add passes through each stage of the add path once: after 40 adds on two shards
+/// (half of them likely crossing to the other shard), the `decode`, `write_cache`,
+/// `journal_group_wait`, `journal_write`, `journal_fsync`, `journal` and `reply` histograms
+/// each count 40, the cross-shard queue at most 40; the shard threads' scheduler counters are
+/// exported.
+#[test]
+fn every_add_is_counted_in_every_stage() {
+    let dir = common::tempdir("bookie-stages-");
+    let b = Bookie::start(dir.path(), &[]);
+    let mut c = b.client();
+    for e in 0..20 {
+        assert_eq!(status_of(&mut c, add(11, e, false)), StatusCode::EOK);
+        assert_eq!(status_of(&mut c, add(12, e, false)), StatusCode::EOK);
+    }
+    let count = |metrics: &str, stage: &str| {
+        sample(
+            metrics,
+            &format!("bookie_rs_stage_latency_ms_count{{stage=\"{stage}\"}}"),
+        )
+        .unwrap_or_else(|| panic!("no {stage} stage in\n{metrics}"))
+    };
+    let stages = [
+        "decode",
+        "write_cache",
+        "journal_group_wait",
+        "journal_write",
+        "journal_fsync",
+        "journal",
+        "reply",
+    ];
+    // A reply's stage is recorded just after its bytes are written: the client may see the
+    // reply first, so wait (briefly) for the last one.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let metrics = loop {
+        let (code, metrics) = b.http("GET", "/metrics", "");
+        assert_eq!(code, 200);
+        if count(&metrics, "reply") >= 40.0 || Instant::now() > deadline {
+            break metrics;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for stage in stages {
+        assert_eq!(count(&metrics, stage), 40.0, "stage {stage}");
+    }
+    assert!(count(&metrics, "cross_shard_queue") <= 40.0);
+    for thread in ["shard-0", "shard-1", "flush-0", "read-1"] {
+        for series in [
+            "bookie_rs_thread_cpu_seconds_total",
+            "bookie_rs_thread_runqueue_wait_seconds_total",
+        ] {
+            let value = sample(&metrics, &format!("{series}{{thread=\"{thread}\"}}"));
+            assert!(value.is_some_and(|v| v >= 0.0), "{series} of {thread}");
+        }
+    }
+    b.stop();
+}

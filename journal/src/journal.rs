@@ -50,6 +50,26 @@ pub struct JournalStats {
     pub flushes_full: u64,
 }
 
+/// When a durable group of records went through the journal's steps, in the owner's clock (the
+/// `now_us` it passes to [`Journal::append`] and [`Journal::tick`]; the journal has none): for
+/// attributing a record's latency to waiting for its group, the write and the sync. A step
+/// completed is stamped when the journal reaps it (in `tick`), so the time includes the delay
+/// until the owner looked; completions reaped by [`Journal::wait`] carry the last clock reading.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupTiming {
+    pub first_lsn: Lsn,
+    pub last_lsn: Lsn,
+    /// The group's write was submitted (it was closed and the in-flight window had room).
+    pub submitted_us: u64,
+    /// The write completed.
+    pub written_us: u64,
+    /// The sync that made it durable completed.
+    pub synced_us: u64,
+}
+
+/// Timings of durable groups kept until the owner asks (older ones are dropped).
+const TIMINGS_KEPT: usize = 256;
+
 /// A segment the writer places groups in.
 struct Segment {
     header: SegmentHeader,
@@ -81,6 +101,8 @@ struct Group {
     /// LSN of the last data record in the group or, for a group without one, before it.
     last_lsn: Lsn,
     opened_at_us: u64,
+    submitted_us: u64,
+    written_us: u64,
     state: GroupState,
     /// This group is a segment's end block: when durable, the segment is complete.
     seal: bool,
@@ -151,6 +173,10 @@ pub struct Journal<S: Storage> {
     completions: Vec<Completion>,
     stats: JournalStats,
     report: RecoveryReport,
+    /// The owner's clock as last passed in (`append`, `tick`).
+    clock_us: u64,
+    /// Durable groups' timings, oldest first ([`Journal::group_timing`]).
+    timings: VecDeque<GroupTiming>,
 }
 
 impl<S: Storage> Journal<S> {
@@ -267,6 +293,8 @@ impl<S: Storage> Journal<S> {
             completions: Vec::with_capacity(64),
             stats: JournalStats::default(),
             report: rec.report,
+            clock_us: 0,
+            timings: VecDeque::with_capacity(TIMINGS_KEPT),
             config,
         };
         if let Err(e) = journal.prepare_blocking() {
@@ -293,6 +321,7 @@ impl<S: Storage> Journal<S> {
         if let Some(e) = self.stopped {
             return Err(AppendError::Stopped(e));
         }
+        self.clock_us = now_us;
         let payload_len: usize = parts.iter().map(|p| p.len()).sum();
         if payload_len > self.config.max_record_bytes {
             return Err(AppendError::TooLarge {
@@ -341,6 +370,7 @@ impl<S: Storage> Journal<S> {
     /// Non-blocking progress: reaps completions, applies the group-commit policy (`queue_empty`:
     /// callers have nothing more to append right now) and submits what may go.
     pub fn tick(&mut self, now_us: u64, queue_empty: bool) -> Result<(), JournalError> {
+        self.clock_us = now_us;
         self.reap(Wait::No)?;
         if let Some(g) = &self.open {
             let in_flight = self.queue.len();
@@ -401,6 +431,15 @@ impl<S: Storage> Journal<S> {
 
     pub fn stats(&self) -> &JournalStats {
         &self.stats
+    }
+
+    /// The timing of the durable group that holds `lsn`, if still kept. Callers ask in LSN
+    /// order: the timings of groups that end before `lsn` are dropped.
+    pub fn group_timing(&mut self, lsn: Lsn) -> Option<GroupTiming> {
+        while self.timings.front().is_some_and(|t| t.last_lsn < lsn) {
+            self.timings.pop_front();
+        }
+        self.timings.front().filter(|t| t.first_lsn <= lsn).copied()
     }
 
     pub fn recovery_report(&self) -> &RecoveryReport {
@@ -564,6 +603,8 @@ impl<S: Storage> Journal<S> {
             records: 0,
             last_lsn: Lsn(self.next_lsn.0 - 1),
             opened_at_us: now_us,
+            submitted_us: 0,
+            written_us: 0,
             state: GroupState::Closed,
             seal: false,
         });
@@ -620,6 +661,8 @@ impl<S: Storage> Journal<S> {
             records: 0,
             last_lsn: Lsn(self.next_lsn.0 - 1),
             opened_at_us: 0,
+            submitted_us: 0,
+            written_us: 0,
             state: GroupState::Closed,
             seal: true,
         });
@@ -666,6 +709,7 @@ impl<S: Storage> Journal<S> {
         match c.result {
             Ok(n) if n == expected && n > 0 => {
                 g.state = GroupState::Written;
+                g.written_us = self.clock_us;
                 self.stats.bytes_written += n as u64;
             }
             Ok(_) => self.stop(IoError::EIO),
@@ -697,6 +741,18 @@ impl<S: Storage> Journal<S> {
         {
             let g = self.queue.pop_front().expect("front");
             self.durable_lsn = self.durable_lsn.max(g.last_lsn);
+            if g.records > 0 {
+                if self.timings.len() == TIMINGS_KEPT {
+                    self.timings.pop_front();
+                }
+                self.timings.push_back(GroupTiming {
+                    first_lsn: Lsn(g.last_lsn.0 + 1 - g.records as u64),
+                    last_lsn: g.last_lsn,
+                    submitted_us: g.submitted_us,
+                    written_us: g.written_us,
+                    synced_us: self.clock_us,
+                });
+            }
             let buf = g.buf.expect("synced group buffer");
             if g.seal {
                 self.storage.close(g.file);
@@ -767,6 +823,7 @@ impl<S: Storage> Journal<S> {
             match self.storage.submit(TOKEN_WRITE | g.seq, op) {
                 Ok(()) => {
                     g.state = GroupState::Writing;
+                    g.submitted_us = self.clock_us;
                     in_flight += 1;
                 }
                 Err((e, buf)) => {

@@ -25,6 +25,7 @@ use crate::report::{
     parse_duration, write_json, GitInfo, IntervalStat, LatencySummary, MachineInfo, ReportBuilder,
     Results, Table,
 };
+use crate::stages::{self, Breakdown};
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -40,6 +41,11 @@ pub struct CommonArgs {
     /// Extra argument for the started bookie's `serve` (repeatable), e.g. --bookie-arg=--psync.
     #[arg(long, allow_hyphen_values = true)]
     pub bookie_arg: Vec<String>,
+    /// The HTTP admin server (`host:port`) of a bookie given with --bookies: its /metrics is
+    /// scraped before and after the measured window for the per-stage breakdown. A started
+    /// bookie gets one on a free port.
+    #[arg(long)]
+    pub bookie_http: Option<String>,
     /// Wire protocol.
     #[arg(long, value_enum, default_value_t = Protocol::V3)]
     pub protocol: Protocol,
@@ -386,6 +392,10 @@ pub struct Outcome {
     pub result: RunResult,
     pub bookie: Option<BookieFacts>,
     pub saturated: Vec<String>,
+    /// Where the bookie's time went, when its /metrics could be scraped.
+    pub stages: Option<Breakdown>,
+    /// Why there is no breakdown although a metrics address was known.
+    pub stages_error: Option<String>,
 }
 
 /// What is known about a bookie child we ran.
@@ -421,8 +431,17 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
             }
         }
     }
+    let http = match &plan.common.bookie_http {
+        Some(h) => Some(resolve(std::slice::from_ref(h))?[0]),
+        None => child.and_then(|c| c.http()),
+    };
     let cpu_before = child.map_or(0.0, |c| c.cpu_since_ready_s());
-    let result = engine::run(&plan.config).map_err(|e| e.to_string())?;
+    let mut before = None;
+    let result = engine::run_observed(&plan.config, &mut || {
+        before = Some(stages::snapshot(http));
+    })
+    .map_err(|e| e.to_string())?;
+    let (stages, stages_error) = stage_breakdown(http, before, &result.engine_threads);
     let bookie = child.map(|c| BookieFacts {
         binary: c.binary().to_path_buf(),
         data_dir: c.data_dir().to_path_buf(),
@@ -449,7 +468,35 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
         result,
         bookie,
         saturated,
+        stages,
+        stages_error,
     })
+}
+
+/// The second scrape (after the window and its drain) and the breakdown.
+fn stage_breakdown(
+    http: Option<SocketAddr>,
+    before: Option<stages::Before>,
+    exited: &[stages::ThreadTime],
+) -> (Option<Breakdown>, Option<String>) {
+    let (Some(addr), Some(before)) = (http, before) else {
+        return (None, None);
+    };
+    if let Some(e) = before.error {
+        return (None, Some(e));
+    }
+    match stages::fetch_metrics(addr) {
+        Ok(after) => (
+            Some(stages::breakdown(
+                &format!("http://{addr}/metrics"),
+                &before,
+                &after,
+                exited,
+            )),
+            None,
+        ),
+        Err(e) => (None, Some(e)),
+    }
 }
 
 /// (name, result, mode) of each side that ran, primary first.
@@ -618,6 +665,12 @@ pub fn print(plan: &Plan, o: &Outcome) {
             println!("{name} errors: {}", kinds.join(", "));
         }
     }
+    if let Some(b) = &o.stages {
+        println!("{}", b.render());
+    }
+    if let Some(e) = &o.stages_error {
+        println!("no per-stage breakdown: {e}");
+    }
     for s in &o.saturated {
         println!("WARNING {s}");
     }
@@ -731,6 +784,12 @@ pub fn report(plan: &Plan, o: &Outcome) -> Value {
             "bookie_max_rss_mib": o.bookie.as_ref().map(|b| b.max_rss_mib.round()),
         }),
     );
+    if let Some(stages) = &o.stages {
+        b = b.section("stages", stages.to_json());
+    }
+    if let Some(e) = &o.stages_error {
+        b = b.warning(format!("no per-stage breakdown: {e}"));
+    }
     let data_dir = o.bookie.as_ref().map(|b| b.data_dir.clone());
     let machine = MachineInfo::gather(Some(data_dir.as_deref().unwrap_or(Path::new("."))));
     b = b.machine(&machine, None);

@@ -5,7 +5,8 @@
 //! variable is set), it is built first with `cargo build -p bookie` in the same profile, so
 //! `cargo run --release -p perf` alone is enough. The bookie gets a fresh data directory under
 //! the current directory (`./bkperf-bookie-<pid>`, removed afterwards) and a free port
-//! (`bookie serve --port P --data-dir DIR`, plus any `--bookie-arg`s); bkperf waits until the port accepts connections, and on drop
+//! (`bookie serve --port P --data-dir DIR --http-port H`, plus any `--bookie-arg`s; H serves the
+//! /metrics bkperf scrapes for its per-stage breakdown); bkperf waits until the port accepts connections, and on drop
 //! sends SIGTERM, waits up to 10 s, then SIGKILLs. Its CPU time and peak RSS are read from
 //! /proc for the report's `resources`.
 
@@ -20,6 +21,9 @@ type BoxError = Box<dyn std::error::Error>;
 pub struct BookieChild {
     child: Child,
     addr: SocketAddr,
+    /// Its HTTP admin server (/metrics), unless the extra arguments turned it off or chose
+    /// the port.
+    http: Option<SocketAddr>,
     dir: PathBuf,
     bin: PathBuf,
     cpu_at_start: f64,
@@ -90,9 +94,18 @@ impl BookieChild {
             std::env::current_dir()?.join(format!("bkperf-bookie-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         let log = std::fs::File::create(dir.join("bookie.log"))?;
+        let own_http = !extra_args
+            .iter()
+            .any(|a| a.starts_with("--http-port") || a == "--no-http");
+        let http_port = if own_http { Some(free_port()?) } else { None };
         let child = Command::new(&bin)
             .arg("serve")
             .args(extra_args)
+            .args(
+                http_port
+                    .map(|p| vec!["--http-port".to_string(), p.to_string()])
+                    .unwrap_or_default(),
+            )
             .arg("--port")
             .arg(port.to_string())
             .arg("--data-dir")
@@ -106,6 +119,7 @@ impl BookieChild {
         let mut me = BookieChild {
             child,
             addr,
+            http: http_port.map(|p| SocketAddr::from(([127, 0, 0, 1], p))),
             dir,
             bin,
             cpu_at_start: 0.0,
@@ -146,6 +160,11 @@ impl BookieChild {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Its HTTP admin server, when bkperf chose the port.
+    pub fn http(&self) -> Option<SocketAddr> {
+        self.http
     }
 
     pub fn data_dir(&self) -> &Path {

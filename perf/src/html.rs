@@ -374,6 +374,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:first-child{{
 {warnings}
 <table><tr><th>side</th><th>latency</th><th>ok/s</th><th>errors</th><th>timeouts</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th></tr>
 {rows}</table>
+{stages}
 {spectrum_svg}{time_svg}{ops_svg}
 <details><summary>workload, target, client, machine</summary><pre>{workload}
 {target}
@@ -389,11 +390,83 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:first-child{{
         secs = o.result.measured.as_secs_f64(),
         warm = plan.config.warmup.as_secs_f64(),
         warnings = warnings.join("\n"),
+        stages = stages_html(&report["stages"]),
         workload = facts(&report["workload"]),
         target = facts(&report["target"]),
         client = facts(&report["client"]),
         machine = facts(&report["machine"]),
     )
+}
+
+/// The report's per-stage breakdown as tables: stages (the tail's owner marked), then the
+/// threads with the most run-queue wait.
+fn stages_html(stages: &Value) -> String {
+    let Some(rows) = stages["stages"].as_array() else {
+        return String::new();
+    };
+    let owner = stages["tail_owner"].as_str();
+    let cell = |v: &Value| v.as_f64().map_or("-".into(), |v| format!("{v:.0}"));
+    let mut html = format!(
+        "<h3>Inside the bookie ({} bookie, {})</h3>\n<table><tr><th>stage</th><th>what</th><th>count</th><th>p50</th><th>p99</th><th>p99.9</th><th>mean</th></tr>\n",
+        esc(stages["bookie_impl"].as_str().unwrap_or("?")),
+        if stages["window_quantiles"] == true {
+            "quantiles of the measured window"
+        } else {
+            "quantiles NOT of the window alone"
+        }
+    );
+    for r in rows {
+        let stage = r["stage"].as_str().unwrap_or("?");
+        let style = if Some(stage) == owner {
+            " style=\"background:#fdd;font-weight:bold\""
+        } else {
+            ""
+        };
+        html.push_str(&format!(
+            "<tr{style}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(stage),
+            esc(r["what"].as_str().unwrap_or("")),
+            r["count"],
+            cell(&r["p50_us"]),
+            cell(&r["p99_us"]),
+            cell(&r["p99_9_us"]),
+            cell(&r["mean_us"]),
+        ));
+    }
+    html.push_str("</table>\n");
+    for who in ["bookie", "bkperf"] {
+        let Some(threads) = stages["threads"][who].as_array().filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        html.push_str(&format!(
+            "<p>{who} threads (run-queue wait: runnable, not running)</p><table><tr><th>thread</th><th>cpu ms</th><th>run-queue wait ms</th></tr>\n"
+        ));
+        for t in threads.iter().take(16) {
+            let ms = |v: &Value| v.as_f64().map_or("-".into(), |s| format!("{:.1}", s * 1e3));
+            html.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                esc(t["thread"].as_str().unwrap_or("?")),
+                ms(&t["cpu_s"]),
+                ms(&t["runqueue_wait_s"]),
+            ));
+        }
+        html.push_str("</table>\n");
+    }
+    let mut notes: Vec<String> = stages["notes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).map(esc).collect())
+        .unwrap_or_default();
+    if let Some(u) = stages["unmapped"].as_array().filter(|u| !u.is_empty()) {
+        let names: Vec<&str> = u.iter().filter_map(Value::as_str).collect();
+        notes.push(format!(
+            "not in this bookie's metrics: {}",
+            esc(&names.join(", "))
+        ));
+    }
+    for n in notes {
+        html.push_str(&format!("<p>{n}</p>\n"));
+    }
+    html
 }
 
 #[cfg(test)]

@@ -11,6 +11,10 @@
 //!   size, CRC32C rate), the yardstick for every other number;
 //! - `journal`: concurrent writers appending to the real journal.
 //!
+//! Against a bookie whose HTTP port is known (a started one, or `--bookie-http`), the protocol
+//! workloads also show where the bookie's time went: per-stage latency of the adds and the
+//! threads' run-queue wait over the measured window ([`stages`]).
+//!
 //! Every workload prints a human table and can write a `bookie-bench/1` JSON report
 //! (interop.md §5.1) built with [`report`]. With no arguments, `bkperf` runs the canonical
 //! workload against a bookie it starts ([`default_job`], [`bookie_proc`]). Logging goes to stderr through a tiny logger of our own; `-v` or
@@ -27,6 +31,7 @@ mod load;
 mod probe;
 mod report;
 mod sink;
+mod stages;
 
 use clap::{Parser, Subcommand};
 use std::error::Error;

@@ -376,3 +376,95 @@ fn workloads_against_a_real_bookie() {
         "bkperf drives the sink at {against_sink:.0}/s, under {needed}x the bookie's {against_bookie:.0}/s"
     );
 }
+
+/// Against a started bookie, the report carries the per-stage breakdown: every add stage with
+/// the window's count and ordered quantiles, the bookie's and bkperf's threads, and the HTML
+/// page shows it; against the sink (no HTTP port) there is no `stages` section at all.
+#[test]
+fn stage_breakdown_from_a_real_bookie() {
+    let _serial = serial();
+    let bookie = Path::new(BKPERF).with_file_name("bookie");
+    if !bookie.exists() {
+        assert!(
+            std::env::var_os("BKPERF_REQUIRE_BOOKIE").is_none(),
+            "no bookie binary at {}",
+            bookie.display()
+        );
+        eprintln!("skipped: no bookie binary at {}", bookie.display());
+        return;
+    }
+    let (json, html) = (tmp("stages.json"), tmp("stages.html"));
+    let out = bkperf(&[
+        "write",
+        "--bookie-bin",
+        bookie.to_str().expect("utf-8"),
+        "--rate",
+        "1000",
+        "--warmup",
+        "500ms",
+        "--duration",
+        "1s",
+        "--json",
+        json.to_str().expect("utf-8"),
+        "--html",
+        html.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bookie stages over the measured window"));
+    let r = read_json(&json);
+    let stages = &r["stages"];
+    assert_eq!(stages["bookie_impl"], "rust");
+    assert_eq!(stages["window_quantiles"], true);
+    let rows = stages["stages"].as_array().expect("stage rows");
+    let ok = r["results"]["ops_ok"].as_u64().expect("ops_ok");
+    for name in [
+        "decode",
+        "write_cache",
+        "journal_group_wait",
+        "journal_write",
+        "journal_fsync",
+        "journal",
+        "reply",
+    ] {
+        let row = rows
+            .iter()
+            .find(|x| x["stage"] == name)
+            .unwrap_or_else(|| panic!("no {name} row in {stages}"));
+        let count = row["count"].as_u64().expect("count");
+        // The window's adds, give or take those in flight at its two edges.
+        assert!(
+            count * 10 >= ok * 9 && count <= ok + 100,
+            "{name}: {count} of {ok}"
+        );
+        let q = |k: &str| row[k].as_f64().unwrap_or_else(|| panic!("{name} {k}"));
+        assert!(
+            q("p50_us") <= q("p99_us") && q("p99_us") <= q("p99_9_us"),
+            "{row}"
+        );
+    }
+    assert!(stages["tail_owner"].is_string());
+    let threads = |who: &str| stages["threads"][who].as_array().expect("threads").clone();
+    assert!(threads("bookie").iter().any(|t| t["thread"] == "shard-0"));
+    assert!(threads("bkperf").iter().any(|t| t["thread"] == "bkperf-0"));
+    let page = std::fs::read_to_string(&html).expect("html");
+    assert!(page.contains("Inside the bookie") && page.contains("journal_fsync"));
+
+    // The sink has no metrics: no section, and the report stays as it was.
+    let sink = SinkProc::start();
+    let json = tmp("stages-sink.json");
+    let out = bkperf(&[
+        "write",
+        "--bookies",
+        &sink.addr,
+        "--rate",
+        "1000",
+        "--warmup",
+        "200ms",
+        "--duration",
+        "500ms",
+        "--json",
+        json.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success());
+    assert!(read_json(&json).get("stages").is_none());
+}

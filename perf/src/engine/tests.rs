@@ -1,0 +1,148 @@
+//! The engine against the sink: rates, quorums, timeouts and verified reads.
+
+use super::*;
+use crate::sink::Sink;
+
+fn config(bookies: Vec<SocketAddr>) -> EngineConfig {
+    EngineConfig {
+        bookies,
+        protocol: Protocol::V3,
+        connections: 1,
+        ledgers: 4,
+        first_ledger_id: 1000,
+        master_key: crate::entry::master_key(b""),
+        write: Some(WriteConfig {
+            mode: Mode::Open {
+                rate: 2000.0,
+                arrival: Arrival::Uniform,
+            },
+            sizes: SizeDist::Fixed(1024),
+            ensemble: 1,
+            write_quorum: 1,
+            ack_quorum: 1,
+            digest: DigestType::Crc32c,
+        }),
+        read: None,
+        preload_entries: 0,
+        digest: DigestType::Crc32c,
+        preload_size: 1024,
+        warmup: Duration::from_millis(200),
+        duration: Duration::from_millis(1000),
+        timeout: Duration::from_secs(5),
+        threads: 1,
+        seed: 1,
+        max_outstanding: 1000,
+    }
+}
+
+/// Open loop against the sink: the achieved rate is the target and every op succeeds.
+#[test]
+fn open_loop_against_the_sink_hits_the_rate() {
+    let sink = Sink::start("127.0.0.1:0", 1024).expect("sink");
+    let r = run(&config(vec![sink.addr()])).expect("runs");
+    let w = r.write.expect("write side");
+    assert_eq!(w.errors + w.timeouts + w.not_sent, 0);
+    // 2000/s for 1 s.
+    assert!((1990..=2010).contains(&w.ops_ok), "{}", w.ops_ok);
+    assert_eq!(w.latency.len(), w.ops_ok);
+    assert!(w.latency.value_at_quantile(0.5) < 50_000);
+    assert!(sink.requests() >= 2000 + 400 - 5);
+}
+
+/// E3 W3 A2 against three sinks, v2, closed loop: every add reaches all three.
+#[test]
+fn quorum_writes_reach_the_write_set() {
+    let sinks: Vec<Sink> = (0..3)
+        .map(|_| Sink::start("127.0.0.1:0", 64).expect("sink"))
+        .collect();
+    let mut c = config(sinks.iter().map(Sink::addr).collect());
+    c.protocol = Protocol::V2;
+    c.write = Some(WriteConfig {
+        mode: Mode::Closed { outstanding: 32 },
+        sizes: SizeDist::Uniform(10, 2000),
+        ensemble: 3,
+        write_quorum: 3,
+        ack_quorum: 2,
+        digest: DigestType::Crc32,
+    });
+    c.warmup = Duration::ZERO;
+    c.duration = Duration::from_millis(300);
+    let r = run(&c).expect("runs");
+    let w = r.write.expect("write side");
+    assert!(w.ops_ok > 100, "{}", w.ops_ok);
+    assert_eq!(w.errors + w.timeouts, 0);
+    // The third copy of the last adds may still be in a sink's socket buffer (the add
+    // completed at the second ack): give the sinks a moment to count them.
+    let mut total: u64 = 0;
+    for _ in 0..100 {
+        total = sinks.iter().map(Sink::requests).sum();
+        if total >= 3 * w.ops_ok {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        total >= 3 * w.ops_ok,
+        "{total} requests for {} adds",
+        w.ops_ok
+    );
+    let per: Vec<u64> = sinks.iter().map(Sink::requests).collect();
+    assert!(per.iter().all(|&n| n >= w.ops_ok), "{per:?}");
+}
+
+/// A bookie that never answers: the open-loop ops time out and are counted as such.
+#[test]
+fn silent_bookie_gives_timeouts_not_hangs() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let addr = listener.local_addr().expect("addr");
+    let keep = std::thread::spawn(move || {
+        let conn = listener.accept();
+        std::thread::sleep(Duration::from_secs(3));
+        drop(conn);
+    });
+    let mut c = config(vec![addr]);
+    c.warmup = Duration::ZERO;
+    c.duration = Duration::from_millis(200);
+    c.timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    let r = run(&c).expect("runs");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let w = r.write.expect("write side");
+    assert_eq!(w.ops_ok, 0);
+    assert!(w.timeouts >= 390, "{}", w.timeouts);
+    keep.join().expect("joins");
+}
+
+/// Reads against the sink: sequential batch (v2), random (v3) and tailing, with verification.
+#[test]
+fn reads_against_the_sink_verify() {
+    let sink = Sink::start("127.0.0.1:0", 100).expect("sink");
+    for (protocol, pattern) in [
+        (Protocol::V2, ReadPattern::Sequential { batch: 8 }),
+        (Protocol::V3, ReadPattern::Sequential { batch: 1 }),
+        (Protocol::V3, ReadPattern::Random),
+    ] {
+        let mut c = config(vec![sink.addr()]);
+        c.protocol = protocol;
+        c.write = None;
+        c.preload_entries = 50;
+        c.preload_size = 100;
+        c.read = Some(ReadConfig {
+            mode: Mode::Closed { outstanding: 8 },
+            pattern,
+            verify: true,
+        });
+        c.warmup = Duration::ZERO;
+        c.duration = Duration::from_millis(200);
+        let r = run(&c).expect("runs");
+        let rd = r.read.expect("read side");
+        assert!(rd.ops_ok > 50, "{pattern:?}: {}", rd.ops_ok);
+        assert_eq!(rd.errors + rd.timeouts, 0, "{pattern:?}");
+        if let ReadPattern::Sequential { batch: 8 } = pattern {
+            assert!(
+                rd.entries > 4 * rd.ops_ok,
+                "batch reads move several entries"
+            );
+        }
+    }
+}
