@@ -144,7 +144,7 @@ enum Inspect {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    logline::init("BOOKIE_LOG", cli.verbose);
     let serve = |args| {
         settings(args)
             .map_err(cluster::Failure::from)
@@ -266,45 +266,4 @@ fn settings(args: ServeArgs) -> Result<BookieConfig, String> {
     }
     conf::validate(&c)?;
     Ok(c)
-}
-
-/// `[+seconds LEVEL target] message` on stderr.
-struct StderrLogger;
-static LOGGER: StderrLogger = StderrLogger;
-static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-
-impl log::Log for StderrLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::max_level()
-    }
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            let t = START
-                .get_or_init(std::time::Instant::now)
-                .elapsed()
-                .as_secs_f64();
-            eprintln!(
-                "[+{t:.3}s {:5} {}] {}",
-                record.level(),
-                record.target(),
-                record.args()
-            );
-        }
-    }
-    fn flush(&self) {}
-}
-
-fn init_logging(verbose: u8) {
-    START.get_or_init(std::time::Instant::now);
-    let from_env = std::env::var("BOOKIE_LOG")
-        .ok()
-        .and_then(|v| v.parse::<log::LevelFilter>().ok());
-    let level = match verbose {
-        0 => from_env.unwrap_or(log::LevelFilter::Info),
-        1 => log::LevelFilter::Debug,
-        _ => log::LevelFilter::Trace,
-    };
-    if log::set_logger(&LOGGER).is_ok() {
-        log::set_max_level(level);
-    }
 }

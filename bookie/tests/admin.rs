@@ -3,83 +3,27 @@
 //! (adds get EREADONLY, reads go on, recovery adds go on) and back, and turns read-only by
 //! itself when a tiny diskUsageThreshold (from a bk_server.conf) is exceeded.
 
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 mod common;
 
+use common::bookie::{BookieBuilder, BookieProcess};
 use common::{entry, free_port, read};
 use net::client::blocking::BlockingClient;
-use net::client::ClientConfig;
 use net::{Request, Response, StatusCode};
 
-struct Bookie {
-    child: Child,
-    port: u16,
-    http: u16,
-}
-
-impl Bookie {
-    fn start(dir: &Path, extra: &[&str]) -> Bookie {
-        let (port, http) = (free_port(), free_port());
-        let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
-            .args([
-                "serve",
-                "--port",
-                &port.to_string(),
-                "--shards",
-                "2",
-                "--no-pin",
-            ])
-            .args(["--http-port", &http.to_string(), "--write-cache-mb", "64"])
-            .arg("--data-dir")
-            .arg(dir)
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the bookie binary");
-        let b = Bookie { child, port, http };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", b.port)).is_err()
-            || TcpStream::connect(("127.0.0.1", b.http)).is_err()
-        {
-            assert!(Instant::now() < deadline, "bookie did not start listening");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        b
-    }
-
-    fn client(&self) -> BlockingClient {
-        let c = BlockingClient::connect(("127.0.0.1", self.port), ClientConfig::default())
-            .expect("connect");
-        c.stream()
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        c
-    }
-
-    /// One HTTP request; (status, body).
-    fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
-        common::http(self.http, method, path, body)
-    }
-
-    fn stop(mut self) {
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let status = self.child.wait().expect("wait");
-        assert!(status.success(), "bookie exited with {status}");
-    }
-}
-
-impl Drop for Bookie {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A listening bookie with two unpinned shards, an admin server, data in `dir` and `extra`
+/// arguments, on free ports.
+fn start(dir: &Path, extra: &[&str]) -> BookieProcess {
+    BookieBuilder::serve(free_port())
+        .args(["--shards", "2", "--no-pin"])
+        .http_port(free_port())
+        .args(["--write-cache-mb", "64"])
+        .data_dir(dir)
+        .args(extra)
+        .start()
 }
 
 fn add(ledger: i64, e: i64, recovery: bool) -> Request {
@@ -109,7 +53,7 @@ fn sample(metrics: &str, prefix: &str) -> Option<f64> {
 #[test]
 fn endpoints_metrics_and_manual_read_only() {
     let dir = common::tempdir("bookie-admin-");
-    let b = Bookie::start(dir.path(), &[]);
+    let mut b = start(dir.path(), &[]);
     let mut c = b.client();
 
     let (code, body) = b.http("GET", "/heartbeat", "");
@@ -262,7 +206,7 @@ fn read_only_when_the_disk_threshold_is_exceeded() {
     )
     .unwrap();
     let data = dir.path().join("data");
-    let b = Bookie::start(
+    let mut b = start(
         &data,
         &["--conf", conf.to_str().unwrap(), "--bind", "127.0.0.1"],
     );
@@ -301,7 +245,7 @@ fn read_only_when_the_disk_threshold_is_exceeded() {
 #[test]
 fn every_add_is_counted_in_every_stage() {
     let dir = common::tempdir("bookie-stages-");
-    let b = Bookie::start(dir.path(), &[]);
+    let mut b = start(dir.path(), &[]);
     let mut c = b.client();
     for e in 0..20 {
         assert_eq!(status_of(&mut c, add(11, e, false)), StatusCode::EOK);

@@ -8,16 +8,16 @@
 //! unless `BOOKIE_REQUIRE_ZK=1` (CI), which makes it fail.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use metadata::{cluster, zk, BookieList, MetadataConfig};
 mod common;
 
+use common::bookie::{connect, BookieBuilder, BookieProcess};
 use common::{entry, free_port, http, read};
 use net::client::blocking::BlockingClient;
-use net::client::ClientConfig;
 use net::{Request, Response, StatusCode};
 
 /// A throw-away ZooKeeper, stopped on drop (also when the test fails).
@@ -171,26 +171,49 @@ fn write_conf(path: &Path, zk: &Zk, port: u16, http: u16, journal: &Path, ledger
     std::fs::write(path, text).expect("write bk_server.conf");
 }
 
-fn bookie(conf: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_bookie"));
-    c.arg("serve").arg("--conf").arg(conf).args([
+/// `bookie serve --conf conf` (whose bookie port is `port`) with two unpinned shards and a
+/// 64 MiB write cache.
+fn bookie(conf: &Path, port: u16) -> BookieBuilder {
+    BookieBuilder::serve_conf(conf, port).args([
         "--shards",
         "2",
         "--no-pin",
         "--write-cache-mb",
         "64",
-    ]);
-    c
+    ])
 }
 
-struct Running {
-    child: Child,
+/// A test's cluster: its ZooKeeper, temporary directory, free ports and the bk_server.conf
+/// written for them.
+struct Cluster {
+    zk: Zk,
+    dir: tempfile::TempDir,
+    conf: PathBuf,
+    port: u16,
+    http_port: u16,
+    journal: PathBuf,
+    ledgers: PathBuf,
 }
 
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl Cluster {
+    /// `None` when ZooKeeper is not installed (and not required).
+    fn new(test: &str, dir_prefix: &str) -> Option<Cluster> {
+        let zk = Zk::start(test)?;
+        let dir = common::tempdir(dir_prefix);
+        let conf = dir.path().join("bk_server.conf");
+        let (port, http_port) = (free_port(), free_port());
+        let journal = dir.path().join("journal");
+        let ledgers = dir.path().join("ledgers");
+        write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
+        Some(Cluster {
+            zk,
+            dir,
+            conf,
+            port,
+            http_port,
+            journal,
+            ledgers,
+        })
     }
 }
 
@@ -208,25 +231,9 @@ fn init_cluster(conf: &Path) {
     );
 }
 
-/// Starts `bookie serve --conf conf`, killed when dropped.
-fn start(conf: &Path) -> Running {
-    Running {
-        child: bookie(conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the bookie"),
-    }
-}
-
-/// A blocking client of the bookie on `port`, with a read timeout.
-fn connect(port: u16) -> BlockingClient {
-    let c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
-        .expect("connect to the bookie");
-    c.stream()
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    c
+/// Starts `bookie serve --conf conf` (whose bookie port is `port`), killed when dropped.
+fn start(conf: &Path, port: u16) -> BookieProcess {
+    bookie(conf, port).spawn()
 }
 
 fn add(ledger: i64, e: i64) -> Request {
@@ -242,19 +249,28 @@ fn add(ledger: i64, e: i64) -> Request {
 
 #[test]
 fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
-    let Some(zk) = Zk::start("registers_serves_unregisters_and_refuses_a_cookie_mismatch") else {
+    let Some(Cluster {
+        zk,
+        dir,
+        conf,
+        port,
+        http_port,
+        journal,
+        ledgers,
+    }) = Cluster::new(
+        "registers_serves_unregisters_and_refuses_a_cookie_mismatch",
+        "bookie-cluster-",
+    )
+    else {
         return;
     };
-    let dir = common::tempdir("bookie-cluster-");
-    let conf = dir.path().join("bk_server.conf");
-    let (port, http_port) = (free_port(), free_port());
-    let journal = dir.path().join("journal");
-    let ledgers = dir.path().join("ledgers");
-    write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
     let id = format!("127.0.0.1:{port}");
 
     // A bookie of a cluster that was never initialised does not start.
-    let out = bookie(&conf).output().expect("run the bookie");
+    let out = bookie(&conf, port)
+        .command()
+        .output()
+        .expect("run the bookie");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("/ledgers"), "{stderr}");
@@ -263,7 +279,7 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
     init_cluster(&conf);
     assert!(list_bookies(&zk).writable.is_empty());
 
-    let mut b = start(&conf);
+    let mut b = start(&conf, port);
     wait_for("the registration", || {
         list_bookies(&zk).writable == [id.clone()]
     });
@@ -316,17 +332,17 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
     });
 
     // SIGTERM: unregistered, exit 0.
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(b.child.id() as i32, libc::SIGTERM) };
-    let status = b.child.wait().expect("wait");
-    assert_eq!(status.code(), Some(0), "bookie exited with {status}");
+    b.stop();
     let l = list_bookies(&zk);
     assert!(l.writable.is_empty() && l.read_only.is_empty(), "{l:?}");
 
     // Same id, another ledger directory: the cookie does not match, exit 1.
     let moved: PathBuf = dir.path().join("ledgers-elsewhere");
     write_conf(&conf, &zk, port, http_port, &journal, &moved);
-    let out = bookie(&conf).output().expect("run the bookie");
+    let out = bookie(&conf, port)
+        .command()
+        .output()
+        .expect("run the bookie");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("ledger dirs"), "{stderr}");
@@ -336,16 +352,14 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
 
     // The original configuration still starts.
     write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
-    let mut b = start(&conf);
+    let mut b = start(&conf, port);
     wait_for("the registration after a restart", || {
         list_bookies(&zk).writable == [id.clone()]
     });
     let mut c = connect(port);
     let r = c.call_v3(read(3, 2), None).expect("read").response;
     assert_eq!(r.status(), StatusCode::EOK);
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(b.child.id() as i32, libc::SIGTERM) };
-    assert_eq!(b.child.wait().expect("wait").code(), Some(0));
+    b.stop();
 }
 
 /// Sum of the sizes of the entry-log segment files under `dir` (all shards).
@@ -376,15 +390,21 @@ fn ledger_znode(id: u64) -> String {
 /// restart, and /api/v1/bookie/gc_details and /metrics show it.
 #[test]
 fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
-    let Some(zk) = Zk::start("gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space") else {
+    let Some(Cluster {
+        zk,
+        dir: _dir,
+        conf,
+        port,
+        http_port,
+        journal: _,
+        ledgers,
+    }) = Cluster::new(
+        "gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space",
+        "bookie-gc-",
+    )
+    else {
         return;
     };
-    let dir = common::tempdir("bookie-gc-");
-    let conf = dir.path().join("bk_server.conf");
-    let (port, http_port) = (free_port(), free_port());
-    let journal = dir.path().join("journal");
-    let ledgers = dir.path().join("ledgers");
-    write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
     // Small entry logs, a quick flush, compaction not throttled, no GC of its own.
     let mut text = std::fs::read_to_string(&conf).unwrap();
     text.push_str(
@@ -412,7 +432,7 @@ fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
     });
 
     let id = format!("127.0.0.1:{port}");
-    let mut b = start(&conf);
+    let mut b = start(&conf, port);
     wait_for("the registration", || {
         list_bookies(&zk).writable == [id.clone()]
     });
@@ -517,10 +537,8 @@ fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
         }
     };
     check(&mut c);
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(b.child.id() as i32, libc::SIGTERM) };
-    assert_eq!(b.child.wait().expect("wait").code(), Some(0));
-    let _b = start(&conf);
+    b.stop();
+    let _b = start(&conf, port);
     wait_for("the registration after a restart", || {
         list_bookies(&zk).writable == [id.clone()]
     });
@@ -538,21 +556,24 @@ fn body_of(l: i64, e: i64, payload: &[u8]) -> Bytes {
 /// back, the bookie starts again and the adds acknowledged before read back.
 #[test]
 fn lost_registration_exits_with_code_4() {
-    let Some(mut zk) = Zk::start("lost_registration_exits_with_code_4") else {
+    let Some(Cluster {
+        mut zk,
+        dir: _dir,
+        conf,
+        port,
+        http_port: _,
+        journal: _,
+        ledgers: _,
+    }) = Cluster::new("lost_registration_exits_with_code_4", "bookie-expiry-")
+    else {
         return;
     };
-    let dir = common::tempdir("bookie-expiry-");
-    let conf = dir.path().join("bk_server.conf");
-    let (port, http_port) = (free_port(), free_port());
-    let journal = dir.path().join("journal");
-    let ledgers = dir.path().join("ledgers");
-    write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
     let mut text = std::fs::read_to_string(&conf).unwrap();
     text = text.replace("zkTimeout=6000", "zkTimeout=4000");
     std::fs::write(&conf, text).unwrap();
     init_cluster(&conf);
     let id = format!("127.0.0.1:{port}");
-    let mut b = start(&conf);
+    let mut b = start(&conf, port);
     wait_for("the registration", || {
         list_bookies(&zk).writable == [id.clone()]
     });
@@ -564,7 +585,7 @@ fn lost_registration_exits_with_code_4() {
     zk.swap();
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
-        if let Some(s) = b.child.try_wait().expect("try_wait") {
+        if let Some(s) = b.exited() {
             break s;
         }
         assert!(
@@ -577,18 +598,11 @@ fn lost_registration_exits_with_code_4() {
 
     // The cluster's ZooKeeper comes back: the bookie starts again with its data.
     zk.swap();
-    let _b = start(&conf);
+    let b = start(&conf, port);
     // The old session's node may still be listed until the server expires it: wait for the
     // new bookie to answer instead.
-    let mut c = None;
-    wait_for("the bookie to serve again", || {
-        c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default()).ok();
-        c.is_some()
-    });
-    let mut c = c.expect("connected");
-    c.stream()
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
+    wait_for("the bookie to serve again", || b.accepts());
+    let mut c = b.client();
     for e in 0..5 {
         let r = c.call_v3(read(11, e), None).expect("read").response;
         assert_eq!(r.status(), StatusCode::EOK, "entry {e}");
@@ -620,14 +634,21 @@ fn node_owner(zk: &Zk, path: &str) -> Option<i64> {
 /// time. The id comes from `listeningInterface=127.0.0.1` (an address, which used to be refused).
 #[test]
 fn a_bookie_restarted_right_after_sigkill_registers_again() {
-    let Some(zk) = Zk::start("a_bookie_restarted_right_after_sigkill_registers_again") else {
+    let Some(Cluster {
+        zk,
+        dir: _dir,
+        conf,
+        port,
+        http_port,
+        journal,
+        ledgers,
+    }) = Cluster::new(
+        "a_bookie_restarted_right_after_sigkill_registers_again",
+        "bookie-sigkill-",
+    )
+    else {
         return;
     };
-    let dir = common::tempdir("bookie-sigkill-");
-    let conf = dir.path().join("bk_server.conf");
-    let (port, http_port) = (free_port(), free_port());
-    let journal = dir.path().join("journal");
-    let ledgers = dir.path().join("ledgers");
     let write = |timeout_ms: u32| {
         write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
         let text = std::fs::read_to_string(&conf)
@@ -643,7 +664,7 @@ fn a_bookie_restarted_right_after_sigkill_registers_again() {
     init_cluster(&conf);
     let id = format!("127.0.0.1:{port}");
     let node = format!("/ledgers/available/{id}");
-    let mut b = start(&conf);
+    let mut b = start(&conf, port);
     wait_for("the registration", || {
         list_bookies(&zk).writable == [id.clone()]
     });
@@ -657,12 +678,11 @@ fn a_bookie_restarted_right_after_sigkill_registers_again() {
 
     // SIGKILL and restart at once, without waiting for the old process to be reaped.
     write(4_000);
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(b.child.id() as i32, libc::SIGKILL) };
-    let mut again = start(&conf);
-    let _ = b.child.wait();
+    b.signal(libc::SIGKILL);
+    let mut again = start(&conf, port);
+    b.kill();
     wait_for("the registration of the restarted bookie", || {
-        if let Some(status) = again.child.try_wait().expect("try_wait") {
+        if let Some(status) = again.exited() {
             panic!("the restarted bookie exited with {status}");
         }
         node_owner(&zk, &node).is_some_and(|owner| owner != old)
@@ -673,9 +693,7 @@ fn a_bookie_restarted_right_after_sigkill_registers_again() {
         let r = c.call_v3(read(21, e), None).expect("read").response;
         assert_eq!(r.status(), StatusCode::EOK, "entry {e}");
     }
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(again.child.id() as i32, libc::SIGTERM) };
-    assert_eq!(again.child.wait().expect("wait").code(), Some(0));
+    again.stop();
 }
 
 /// A ZooKeeper outage of 4 × zkTimeout: the bookie keeps serving adds and reads throughout and
@@ -684,17 +702,21 @@ fn a_bookie_restarted_right_after_sigkill_registers_again() {
 /// the one of the same session, which the restarted server kept.
 #[test]
 fn a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration() {
-    let Some(zk) =
-        Zk::start("a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration")
+    let Some(Cluster {
+        zk,
+        dir: _dir,
+        conf,
+        port,
+        http_port: _,
+        journal: _,
+        ledgers: _,
+    }) = Cluster::new(
+        "a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration",
+        "bookie-outage-",
+    )
     else {
         return;
     };
-    let dir = common::tempdir("bookie-outage-");
-    let conf = dir.path().join("bk_server.conf");
-    let (port, http_port) = (free_port(), free_port());
-    let journal = dir.path().join("journal");
-    let ledgers = dir.path().join("ledgers");
-    write_conf(&conf, &zk, port, http_port, &journal, &ledgers);
     let text = std::fs::read_to_string(&conf)
         .unwrap()
         .replace("zkTimeout=6000", "zkTimeout=3000");
@@ -702,7 +724,7 @@ fn a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration() {
     init_cluster(&conf);
     let id = format!("127.0.0.1:{port}");
     let node = format!("/ledgers/available/{id}");
-    let mut b = start(&conf);
+    let mut b = start(&conf, port);
     wait_for("the registration", || {
         list_bookies(&zk).writable == [id.clone()]
     });
@@ -723,16 +745,13 @@ fn a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration() {
     });
     zk.outage(Duration::from_secs(12));
     let added = writer.join().expect("the writer");
-    assert!(
-        b.child.try_wait().expect("try_wait").is_none(),
-        "the bookie exited during the outage"
-    );
+    assert!(b.exited().is_none(), "the bookie exited during the outage");
     wait_for("the registration after the outage", || {
         node_owner(&zk, &node).is_some()
     });
     // Time for a wrong re-registration (or exit) to show.
     std::thread::sleep(Duration::from_secs(2));
-    assert!(b.child.try_wait().expect("try_wait").is_none(), "exited");
+    assert!(b.exited().is_none(), "exited");
     assert_eq!(node_owner(&zk, &node), Some(session), "a new session");
     let mut c = connect(port);
     for e in 0..added {
@@ -740,7 +759,5 @@ fn a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration() {
         assert_eq!(r.status(), StatusCode::EOK, "entry {e}");
     }
     eprintln!("{added} adds during a 12 s ZooKeeper outage, session {session:#x} kept");
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(b.child.id() as i32, libc::SIGTERM) };
-    assert_eq!(b.child.wait().expect("wait").code(), Some(0));
+    b.stop();
 }

@@ -3,98 +3,29 @@
 //! stops it; the crash tests kill it with SIGKILL and check that every acknowledged entry comes
 //! back after a restart.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 mod common;
 
+use common::bookie::{BookieBuilder, BookieProcess};
 use common::{entry, free_port, read};
 use net::client::blocking::BlockingClient;
 use net::client::ClientConfig;
 use net::{ReadFlag, Request, Response, StatusCode};
 
-struct Bookie {
-    child: Option<Child>,
-    port: u16,
-    dir: PathBuf,
-    extra: Vec<String>,
+/// A bookie with two unpinned shards, data in `dir`, and `extra` arguments, on a free port.
+fn launch(dir: &Path, extra: &[&str]) -> BookieBuilder {
+    BookieBuilder::serve(free_port())
+        .args(["--shards", "2", "--no-pin"])
+        .data_dir(dir)
+        .args(extra)
 }
 
-impl Bookie {
-    fn start(dir: &Path) -> Bookie {
-        Bookie::start_with(dir, &["--write-cache-mb", "256"])
-    }
-
-    fn start_with(dir: &Path, extra: &[&str]) -> Bookie {
-        let mut b = Bookie {
-            child: None,
-            port: free_port(),
-            dir: dir.to_path_buf(),
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-        };
-        b.spawn();
-        b
-    }
-
-    fn spawn(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
-            .args([
-                "serve",
-                "--port",
-                &self.port.to_string(),
-                "--shards",
-                "2",
-                "--no-pin",
-            ])
-            .arg("--data-dir")
-            .arg(&self.dir)
-            .args(&self.extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the bookie binary");
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < deadline, "bookie did not start listening");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn client(&self) -> BlockingClient {
-        let c = BlockingClient::connect(("127.0.0.1", self.port), ClientConfig::default())
-            .expect("connect");
-        c.stream()
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        c
-    }
-
-    /// SIGTERM and wait: a clean stop.
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            // SAFETY: signalling our own child process.
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-            let status = child.wait().expect("wait for the bookie");
-            assert!(status.success(), "bookie exited with {status}");
-        }
-    }
-
-    /// SIGKILL: a crash.
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Bookie {
-    fn drop(&mut self) {
-        self.kill();
-    }
+/// A listening bookie with a 256 MiB write cache.
+fn start(dir: &Path) -> BookieProcess {
+    launch(dir, &["--write-cache-mb", "256"]).start()
 }
 
 fn key(b: u8) -> Bytes {
@@ -123,7 +54,7 @@ fn read_body(r: &Response) -> Option<Bytes> {
 #[test]
 fn add_and_read_over_v3_and_v2() {
     let dir = common::tempdir("bookie-e2e-");
-    let bookie = Bookie::start(dir.path());
+    let bookie = start(dir.path());
     let mut c = bookie.client();
     for e in 0..10 {
         let r = c
@@ -167,7 +98,7 @@ fn add_and_read_over_v3_and_v2() {
 #[test]
 fn master_key_fencing_and_recovery_adds() {
     let dir = common::tempdir("bookie-e2e-");
-    let mut bookie = Bookie::start(dir.path());
+    let mut bookie = start(dir.path());
     let mut c = bookie.client();
     assert_eq!(
         c.call_v3(add(5, 0, 1, entry(5, 0, -1, b"x"), false), None)
@@ -220,7 +151,7 @@ fn master_key_fencing_and_recovery_adds() {
     );
     drop(c);
     bookie.stop();
-    bookie.spawn();
+    bookie.restart();
     let mut c = bookie.client();
     assert_eq!(
         c.call_v2(add(5, 2, 1, entry(5, 2, 1, b"x"), false), false)
@@ -239,7 +170,7 @@ fn master_key_fencing_and_recovery_adds() {
 #[test]
 fn long_poll_and_explicit_lac() {
     let dir = common::tempdir("bookie-e2e-");
-    let bookie = Bookie::start(dir.path());
+    let bookie = start(dir.path());
     let mut writer = bookie.client();
     let mut reader = bookie.client();
     writer
@@ -326,7 +257,7 @@ fn long_poll_and_explicit_lac() {
 #[test]
 fn batch_read_list_force_and_info() {
     let dir = common::tempdir("bookie-e2e-");
-    let bookie = Bookie::start(dir.path());
+    let bookie = start(dir.path());
     let mut c = bookie.client();
     for e in 0..5 {
         c.call_v2(
@@ -408,8 +339,8 @@ fn batch_read_list_force_and_info() {
 fn bad_frame_closes_only_that_connection() {
     use std::io::{Read, Write};
     let dir = common::tempdir("bookie-e2e-");
-    let bookie = Bookie::start(dir.path());
-    let mut raw = std::net::TcpStream::connect(("127.0.0.1", bookie.port)).unwrap();
+    let bookie = start(dir.path());
+    let mut raw = std::net::TcpStream::connect(("127.0.0.1", bookie.port())).unwrap();
     raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     // A frame claiming 1 GiB: over the limit, the connection is closed without a reply.
     raw.write_all(&[0x40, 0, 0, 0, 1, 2, 3, 4]).unwrap();
@@ -430,10 +361,10 @@ fn bad_frame_closes_only_that_connection() {
 #[test]
 fn acknowledged_entries_survive_sigkill() {
     let dir = common::tempdir("bookie-e2e-");
-    let mut bookie = Bookie::start(dir.path());
+    let mut bookie = start(dir.path());
     let mut acked: Vec<(i64, i64, Bytes)> = Vec::new();
     for round in 0..3i64 {
-        let port = bookie.port;
+        let port = bookie.port();
         // Every writer is connected before the clock to the kill starts: on a loaded machine a
         // thread may otherwise only connect after the kill.
         let connected = std::sync::Arc::new(std::sync::Barrier::new(5));
@@ -493,7 +424,7 @@ fn acknowledged_entries_survive_sigkill() {
         for w in writers {
             acked.extend(w.join().unwrap());
         }
-        bookie.spawn();
+        bookie.restart();
     }
     assert!(
         acked.len() > 100,
@@ -518,10 +449,11 @@ fn acknowledged_entries_survive_sigkill() {
 #[test]
 fn flushed_entries_are_served_from_ledger_storage() {
     let dir = common::tempdir("bookie-e2e-");
-    let mut bookie = Bookie::start_with(
+    let mut bookie = launch(
         dir.path(),
         &["--write-cache-mb", "1", "--flush-interval-ms", "200"],
-    );
+    )
+    .start();
     let mut c = bookie.client();
     let payload = vec![7u8; 3000];
     for e in 0..600 {
@@ -582,10 +514,10 @@ fn flushed_entries_are_served_from_ledger_storage() {
     check(&mut c);
     drop(c);
     bookie.stop();
-    bookie.spawn();
+    bookie.restart();
     check(&mut bookie.client());
     bookie.kill();
-    bookie.spawn();
+    bookie.restart();
     let mut c = bookie.client();
     check(&mut c);
     // The master key survived in ledger storage's metadata.

@@ -6,109 +6,68 @@
 //! port, temporary directory) and reads its log from a file.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use journal::format::{decode_record, RecordKind, SegmentHeader};
-use net::client::blocking::BlockingClient;
-use net::client::ClientConfig;
 use net::{Request, StatusCode};
 
 mod common;
 
+use common::bookie::{BookieBuilder, BookieProcess};
 use common::{entry, free_port, read};
+use net::client::blocking::BlockingClient;
 
 const LEDGER: i64 = 7;
 
-/// One bookie process with its log in `<dir>/bookie-<n>.log`.
-struct Bookie {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-fn spawn(dir: &Path, run: usize, extra: &[&str]) -> Bookie {
-    let port = free_port();
-    let log = dir.join(format!("bookie-{run}.log"));
-    let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
-        .args(["serve", "--shards", "1", "--no-pin", "--no-http"])
-        .args(["--port", &port.to_string(), "--write-cache-mb", "256"])
-        .arg("--data-dir")
-        .arg(dir.join("data"))
+/// One bookie process (one unpinned shard, no admin server, a 256 MiB write cache, data in
+/// `<dir>/data`) with its log in `<dir>/bookie-<n>.log`; `start` waits up to 60 s for it to
+/// listen and panics with its log if it exits first.
+fn launch(dir: &Path, run: usize, extra: &[&str]) -> BookieBuilder {
+    BookieBuilder::serve(free_port())
+        .args([
+            "--shards",
+            "1",
+            "--no-pin",
+            "--no-http",
+            "--write-cache-mb",
+            "256",
+        ])
+        .data_dir(&dir.join("data"))
         .args(extra)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log file"))
-        .spawn()
-        .expect("start the bookie binary");
-    Bookie { child, port, log }
+        .log_to(&dir.join(format!("bookie-{run}.log")))
+        .listen_timeout(Duration::from_secs(60))
 }
 
-impl Bookie {
-    /// Waits until it listens; panics with its log if it exits first.
-    fn listening(mut self) -> Bookie {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("bookie exited with {status}:\n{}", self.log_text());
-            }
-            assert!(Instant::now() < deadline, "bookie did not start listening");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self
-    }
-
-    /// Waits until it exits (it must refuse to start); returns its log.
-    fn refused(mut self) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                assert!(
-                    !status.success(),
-                    "bookie exited cleanly instead of refusing"
-                );
-                return self.log_text();
-            }
+/// Waits until it exits (it must refuse to start); returns its log.
+fn refused(mut b: BookieProcess) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = b.exited() {
             assert!(
-                std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err(),
-                "bookie started over a corrupt journal:\n{}",
-                self.log_text()
+                !status.success(),
+                "bookie exited cleanly instead of refusing"
             );
-            assert!(
-                Instant::now() < deadline,
-                "bookie neither started nor exited"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+            return b.log_text();
         }
+        assert!(
+            !b.accepts(),
+            "bookie started over a corrupt journal:\n{}",
+            b.log_text()
+        );
+        assert!(
+            Instant::now() < deadline,
+            "bookie neither started nor exited"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
+}
 
-    fn client(&self) -> BlockingClient {
-        let c = BlockingClient::connect(("127.0.0.1", self.port), ClientConfig::default())
-            .expect("connect");
-        c.stream()
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        c
-    }
-
-    /// SIGTERM and wait for a clean exit; returns its log.
-    fn stop(mut self) -> String {
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let status = self.child.wait().expect("wait for the bookie");
-        assert!(status.success(), "bookie exited with {status}");
-        self.log_text()
-    }
-
-    /// SIGKILL: a crash.
-    fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
+/// SIGTERM and wait for a clean exit; returns its log.
+fn stop(mut b: BookieProcess) -> String {
+    b.stop();
+    b.log_text()
 }
 
 fn add(e: i64, body: Bytes) -> Request {
@@ -124,7 +83,7 @@ fn add(e: i64, body: Bytes) -> Request {
 
 /// Adds entries `range` of [`LEDGER`] one at a time, each acknowledged before the next (one
 /// journal group each).
-fn add_one_by_one(bookie: &Bookie, range: std::ops::Range<i64>) {
+fn add_one_by_one(bookie: &BookieProcess, range: std::ops::Range<i64>) {
     let mut c = bookie.client();
     for e in range {
         let body = entry(LEDGER, e, e - 1, &[e as u8; 1024]);
@@ -179,7 +138,7 @@ fn find_add_record(journal_dir: &Path, e: i64) -> (PathBuf, u64) {
 #[test]
 fn corrupt_journal_refuses_to_start_and_the_tolerant_switch_cuts_it() {
     let dir = common::tempdir("bookie-journal-recovery-");
-    let bookie = spawn(dir.path(), 1, &[]).listening();
+    let mut bookie = launch(dir.path(), 1, &[]).start();
     add_one_by_one(&bookie, 0..3000);
     bookie.kill();
 
@@ -192,7 +151,7 @@ fn corrupt_journal_refuses_to_start_and_the_tolerant_switch_cuts_it() {
     std::fs::write(&segment, &bytes).expect("write segment");
     let name = segment.file_name().unwrap().to_string_lossy().into_owned();
 
-    let log = spawn(dir.path(), 2, &[]).refused();
+    let log = refused(launch(dir.path(), 2, &[]).spawn());
     for part in [
         format!("{name} at offset {offset}"),
         "BadRecordBeforeValidData".into(),
@@ -204,25 +163,25 @@ fn corrupt_journal_refuses_to_start_and_the_tolerant_switch_cuts_it() {
     }
     assert!(!log.contains("torn tail"), "{log}");
 
-    let bookie = spawn(dir.path(), 3, &["--journal-recovery-mode", "tolerate"]).listening();
+    let bookie = launch(dir.path(), 3, &["--journal-recovery-mode", "tolerate"]).start();
     let mut c = bookie.client();
     assert_eq!(read_status(&mut c, 0), StatusCode::EOK);
     assert_eq!(read_status(&mut c, 1499), StatusCode::EOK);
     assert_eq!(read_status(&mut c, 1500), StatusCode::ENOENTRY);
     assert_eq!(read_status(&mut c, 2999), StatusCode::ENOENTRY);
     drop(c);
-    let log = bookie.stop();
+    let log = stop(bookie);
     assert!(
         log.contains("the journal was cut") && log.contains("1499 records"),
         "{log}"
     );
 
-    let bookie = spawn(dir.path(), 4, &[]).listening();
+    let bookie = launch(dir.path(), 4, &[]).start();
     let mut c = bookie.client();
     assert_eq!(read_status(&mut c, 1499), StatusCode::EOK);
     assert_eq!(read_status(&mut c, 1500), StatusCode::ENOENTRY);
     drop(c);
-    bookie.stop();
+    stop(bookie);
 }
 
 /// Issue 11 §5: clean SIGTERM stops, each after adds and a checkpoint that trims the journal
@@ -233,7 +192,7 @@ fn clean_stops_leave_nothing_to_repair() {
     let dir = common::tempdir("bookie-journal-recovery-");
     let mut next = 0;
     for run in 1..=4 {
-        let bookie = spawn(dir.path(), run, &["--flush-interval-ms", "100"]).listening();
+        let bookie = launch(dir.path(), run, &["--flush-interval-ms", "100"]).start();
         add_one_by_one(&bookie, next..next + 300);
         next += 300;
         // Let a checkpoint run and trim the journal.
@@ -243,16 +202,16 @@ fn clean_stops_leave_nothing_to_repair() {
             assert_eq!(read_status(&mut c, e), StatusCode::EOK, "entry {e}");
         }
         drop(c);
-        let log = bookie.stop();
+        let log = stop(bookie);
         assert!(!log.contains("torn tail"), "run {run}:\n{log}");
     }
-    let bookie = spawn(dir.path(), 5, &[]).listening();
+    let bookie = launch(dir.path(), 5, &[]).start();
     let mut c = bookie.client();
     for e in (0..next).step_by(97) {
         assert_eq!(read_status(&mut c, e), StatusCode::EOK, "entry {e}");
     }
     drop(c);
-    let log = bookie.stop();
+    let log = stop(bookie);
     assert!(!log.contains("torn tail"), "{log}");
 }
 
@@ -281,7 +240,7 @@ fn snapshot(dir: &Path) -> Vec<(String, u64, std::time::SystemTime, Vec<u8>)> {
 #[test]
 fn inspect_journal_is_read_only() {
     let dir = common::tempdir("bookie-journal-recovery-");
-    let bookie = spawn(dir.path(), 1, &[]).listening();
+    let mut bookie = launch(dir.path(), 1, &[]).start();
     add_one_by_one(&bookie, 0..50);
     bookie.kill();
     let journal_dir = dir.path().join("data/journal/shard-0");

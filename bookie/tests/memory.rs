@@ -10,8 +10,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,93 +18,30 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 mod common;
 
+use common::bookie::{BookieBuilder, BookieProcess};
 use common::{entry, free_port, read};
-use net::client::blocking::BlockingClient;
-use net::client::ClientConfig;
 use net::{codec, ProtocolVersion, Request, RequestFrame, RequestHeader, StatusCode};
 
 const MIB: usize = 1 << 20;
 
-struct Bookie {
-    child: Child,
-    port: u16,
-    log: PathBuf,
+/// A listening bookie with `shards` unpinned shards, no admin server, a 64 MiB write cache,
+/// data in `<dir>/data`, stderr to `<dir>/bookie.log` and `extra` arguments, on a free port.
+fn start_with(dir: &Path, shards: usize, extra: &[&str]) -> BookieProcess {
+    BookieBuilder::serve(free_port())
+        .args(["--shards", &shards.to_string()])
+        .args(["--no-pin", "--no-http", "--write-cache-mb", "64"])
+        .data_dir(&dir.join("data"))
+        .args(extra)
+        .log_to(&dir.join("bookie.log"))
+        .start()
 }
 
-impl Bookie {
-    fn start(dir: &Path) -> Bookie {
-        Bookie::start_shards(dir, 1)
-    }
-
-    fn start_shards(dir: &Path, shards: usize) -> Bookie {
-        Bookie::start_with(dir, shards, &[])
-    }
-
-    fn start_with(dir: &Path, shards: usize, extra: &[&str]) -> Bookie {
-        let port = free_port();
-        let log = dir.join("bookie.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
-            .args(["serve", "--port", &port.to_string()])
-            .args(["--shards", &shards.to_string()])
-            .args(["--no-pin", "--no-http", "--write-cache-mb", "64"])
-            .arg("--data-dir")
-            .arg(dir.join("data"))
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("start the bookie binary");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "bookie did not start listening");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Bookie { child, port, log }
-    }
-
-    fn client(&self) -> BlockingClient {
-        let c = BlockingClient::connect(("127.0.0.1", self.port), ClientConfig::default())
-            .expect("connect");
-        c.stream()
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        c
-    }
-
-    /// Resident set size in bytes.
-    fn rss(&self) -> usize {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("the bookie is running");
-        let line = status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .expect("VmRSS line");
-        let kib: usize = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse().ok())
-            .expect("VmRSS value");
-        kib * 1024
-    }
-
-    fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    /// SIGTERM and wait: a clean stop, which flushes the write cache to ledger storage.
-    fn stop(mut self) {
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let status = self.child.wait().expect("wait for the bookie");
-        assert!(status.success(), "bookie exited with {status}");
-    }
+fn start_shards(dir: &Path, shards: usize) -> BookieProcess {
+    start_with(dir, shards, &[])
 }
 
-impl Drop for Bookie {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn start(dir: &Path) -> BookieProcess {
+    start_shards(dir, 1)
 }
 
 fn add(ledger: i64, e: i64, body: Bytes) -> Request {
@@ -173,7 +109,7 @@ fn a_client_that_never_reads_cold_reads_across_shards_is_bounded() {
 
 fn never_reading_client(shards: usize, cold: bool) {
     let dir = common::tempdir("bookie-mem-");
-    let mut bookie = Bookie::start_shards(dir.path(), shards);
+    let mut bookie = start_shards(dir.path(), shards);
     let mut writer = bookie.client();
     let ledgers = [1, 2, 3, 4];
     let payload = vec![0x5a; MIB];
@@ -188,13 +124,13 @@ fn never_reading_client(shards: usize, cold: bool) {
     drop(writer);
     if cold {
         bookie.stop();
-        bookie = Bookie::start_shards(dir.path(), shards);
+        bookie = start_shards(dir.path(), shards);
     }
     let before = bookie.rss();
 
     let stop = Arc::new(AtomicBool::new(false));
     let requests = pipelined_reads(&ledgers, 4096);
-    let hostile = TcpStream::connect(("127.0.0.1", bookie.port)).unwrap();
+    let hostile = TcpStream::connect(("127.0.0.1", bookie.port())).unwrap();
     let flooder = {
         let (stream, stop) = (hostile.try_clone().unwrap(), stop.clone());
         std::thread::spawn(move || never_read(stream, requests, stop))
@@ -267,7 +203,7 @@ fn a_stuck_client_is_closed_after_the_response_timeout() {
         "waitTimeoutOnResponseBackpressureMs=300\ncloseChannelOnResponseTimeout=true\n",
     )
     .unwrap();
-    let bookie = Bookie::start_with(
+    let bookie = start_with(
         dir.path(),
         1,
         &["--conf", conf.to_str().unwrap(), "--bind", "127.0.0.1"],
@@ -281,7 +217,7 @@ fn a_stuck_client_is_closed_after_the_response_timeout() {
         assert_eq!(r.response.status(), StatusCode::EOK);
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let hostile = TcpStream::connect(("127.0.0.1", bookie.port)).unwrap();
+    let hostile = TcpStream::connect(("127.0.0.1", bookie.port())).unwrap();
     let flooder = {
         let (stream, stop) = (hostile.try_clone().unwrap(), stop.clone());
         let requests = pipelined_reads(&[1], 2048);
@@ -289,7 +225,7 @@ fn a_stuck_client_is_closed_after_the_response_timeout() {
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     let closed = loop {
-        let log = std::fs::read_to_string(&bookie.log).unwrap();
+        let log = bookie.log_text();
         if log.contains("has not read its replies") && log.contains("closing it") {
             break true;
         }
@@ -322,11 +258,11 @@ fn a_stuck_client_is_closed_after_the_response_timeout() {
 #[test]
 fn a_thousand_idle_connections_are_cheap() {
     let dir = common::tempdir("bookie-mem-");
-    let bookie = Bookie::start(dir.path());
+    let bookie = start(dir.path());
     let before = bookie.rss();
     let mut idle = Vec::new();
     for _ in 0..1000 {
-        idle.push(TcpStream::connect(("127.0.0.1", bookie.port)).unwrap());
+        idle.push(TcpStream::connect(("127.0.0.1", bookie.port())).unwrap());
     }
     // Half of them send one byte of a frame and stop.
     for s in idle.iter_mut().step_by(2) {
@@ -352,11 +288,11 @@ fn a_thousand_idle_connections_are_cheap() {
 #[test]
 fn a_flood_of_bad_frames_is_logged_in_summary() {
     let dir = common::tempdir("bookie-mem-");
-    let mut bookie = Bookie::start(dir.path());
+    let mut bookie = start(dir.path());
     let before = bookie.rss();
     let garbage = [0u8, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4];
     for _ in 0..2000 {
-        let mut s = TcpStream::connect(("127.0.0.1", bookie.port)).unwrap();
+        let mut s = TcpStream::connect(("127.0.0.1", bookie.port())).unwrap();
         let _ = s.write_all(&garbage);
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut sink = [0u8; 64];
@@ -371,7 +307,7 @@ fn a_flood_of_bad_frames_is_logged_in_summary() {
     assert_eq!(r.response.status(), StatusCode::EOK);
     let grew = bookie.rss().saturating_sub(before);
     assert!(grew < 24 * MIB, "2000 bad frames cost {} MiB", grew / MIB);
-    let log = std::fs::read_to_string(&bookie.log).unwrap();
+    let log = bookie.log_text();
     let lines = log.lines().filter(|l| l.contains("bad frame")).count();
     eprintln!(
         "2000 bad frames: {lines} log lines, RSS +{} KiB",

@@ -6,72 +6,35 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 mod common;
 
+use common::bookie::{BookieBuilder, BookieProcess};
 use common::{entry, free_port};
 use net::client::blocking::BlockingClient;
-use net::client::ClientConfig;
 use net::{Request, StatusCode};
 
-/// A bookie process, killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `bookie serve` with two shards on `port`, data under `dir`, stderr to `log` (or inherited).
-fn spawn(dir: &Path, port: u16, log: Option<&Path>) -> Running {
-    let stderr = match log {
-        Some(path) => Stdio::from(File::create(path).expect("create the log file")),
-        None => Stdio::inherit(),
-    };
-    let child = Command::new(env!("CARGO_BIN_EXE_bookie"))
-        .args([
-            "serve",
-            "--port",
-            &port.to_string(),
-            "--shards",
-            "2",
-            "--no-pin",
-        ])
+fn spawn(dir: &Path, port: u16, log: Option<&Path>) -> BookieProcess {
+    let launch = BookieBuilder::serve(port)
+        .args(["--shards", "2", "--no-pin"])
         .args(["--write-cache-mb", "256", "--flush-interval-ms", "3600000"])
-        .arg("--data-dir")
-        .arg(dir)
+        .data_dir(dir)
         .env("BOOKIE_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .expect("start the bookie binary");
-    Running(child)
+        .listen_timeout(Duration::from_secs(60));
+    match log {
+        Some(path) => launch.log_to(path).spawn(),
+        None => launch.spawn(),
+    }
 }
 
-/// Waits until the bookie on `port` accepts a connection, or fails if it exits first.
-fn wait_serving(b: &mut Running, port: u16) -> BlockingClient {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(c) = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default()) {
-            c.stream()
-                .set_read_timeout(Some(Duration::from_secs(30)))
-                .unwrap();
-            return c;
-        }
-        if let Some(status) = b.0.try_wait().expect("try_wait") {
-            panic!("the bookie exited with {status} instead of serving");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the bookie did not start serving"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Waits until the bookie accepts a connection, or fails if it exits first; a client of it
+/// with a 30 s read timeout.
+fn wait_serving(b: &mut BookieProcess) -> BlockingClient {
+    b.wait_listening();
+    b.client_with_timeout(Duration::from_secs(30))
 }
 
 fn add(ledger: i64, e: i64, payload: &[u8]) -> Request {
@@ -118,7 +81,7 @@ fn a_restart_waits_for_the_lock_of_a_dying_bookie() {
         if text.contains("retrying for up to") {
             break;
         }
-        if let Some(status) = b.0.try_wait().expect("try_wait") {
+        if let Some(status) = b.exited() {
             panic!("the bookie exited with {status} on a held lock:\n{text}");
         }
         assert!(Instant::now() < deadline, "the bookie never tried the lock");
@@ -126,7 +89,7 @@ fn a_restart_waits_for_the_lock_of_a_dying_bookie() {
     }
     std::thread::sleep(Duration::from_millis(300));
     drop(held);
-    let mut c = wait_serving(&mut b, port);
+    let mut c = wait_serving(&mut b);
     let r = c.call_v3(add(1, 0, b"after the lock"), None).expect("add");
     assert_eq!(r.response.status(), StatusCode::EOK);
 }
@@ -141,7 +104,7 @@ fn the_port_accepts_only_after_every_shard_replayed() {
     let port = free_port();
     let slow = (1..).find(|l| shard_of(*l, 2) == 0).unwrap();
     let mut b = spawn(dir.path(), port, None);
-    let mut c = wait_serving(&mut b, port);
+    let mut c = wait_serving(&mut b);
     // Many small records for one shard, pipelined in windows; nothing flushed (no checkpoint):
     // the whole journal is replayed after the kill.
     let records = 200_000i64;
@@ -158,18 +121,16 @@ fn the_port_accepts_only_after_every_shard_replayed() {
         }
     }
     drop(c);
-    // SAFETY: signalling our own child process.
-    unsafe { libc::kill(b.0.id() as i32, libc::SIGKILL) };
-    let _ = b.0.wait();
+    b.kill();
 
     let log = dir.path().join("restart.log");
     let mut b = spawn(dir.path(), port, Some(&log));
     let deadline = Instant::now() + Duration::from_secs(120);
     let seen = loop {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if b.accepts() {
             break std::fs::read_to_string(&log).expect("read the log");
         }
-        if let Some(status) = b.0.try_wait().expect("try_wait") {
+        if let Some(status) = b.exited() {
             panic!("the bookie exited with {status} while replaying");
         }
         assert!(
@@ -188,7 +149,7 @@ fn the_port_accepts_only_after_every_shard_replayed() {
         .find(|l| l.contains("shard 0: journal "))
         .unwrap_or_default();
     eprintln!("slow shard: {replay_line}");
-    let mut c = wait_serving(&mut b, port);
+    let mut c = wait_serving(&mut b);
     let r = c
         .call_v3(add(slow, records, &payload), None)
         .expect("add after the restart");

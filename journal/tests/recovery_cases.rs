@@ -151,6 +151,27 @@ impl Model {
         );
     }
 
+    /// Fills several segments and trims them into the free pool (ten 1500-byte records a flush,
+    /// all but the last 20 durable ones trimmed) until a free file has been reused twice, then
+    /// appends three 300-byte records, not flushed, into the current (recycled) segment.
+    /// Returns the trim mark.
+    fn append_until_recycled<S: Storage>(&mut self, j: &mut Journal<S>, disk: &SimDisk) -> u64 {
+        let mut mark = 0;
+        while j.stats().segments_recycled < 2 {
+            for _ in 0..10 {
+                self.append(j, disk, 1500);
+            }
+            j.flush().expect("flush");
+            mark = j.durable_lsn().0.saturating_sub(20).max(mark);
+            j.trim(Lsn(mark)).expect("trim");
+            assert!(self.records.len() < 5000, "no recycling happened");
+        }
+        for _ in 0..3 {
+            self.append(j, disk, 300);
+        }
+        mark
+    }
+
     /// Appends `n` records, each flushed alone: one record per 4 KiB group.
     fn append_one_per_block<S: Storage>(&mut self, j: &mut Journal<S>, disk: &SimDisk, n: usize) {
         for i in 0..n {
@@ -880,22 +901,8 @@ fn stale_records_in_a_recycled_segment_are_not_replayed() {
     let cfg = small_segments();
     let (mut j, _) = open(&disk, &cfg, 0);
     let mut m = Model::default();
-    // Fill several segments, trim them into the free pool, and go on until a free file is
-    // reused.
-    let mut mark = 0;
-    while j.stats().segments_recycled < 2 {
-        for _ in 0..10 {
-            m.append(&mut j, &disk, 1500);
-        }
-        j.flush().expect("flush");
-        mark = j.durable_lsn().0.saturating_sub(20).max(mark);
-        j.trim(Lsn(mark)).expect("trim");
-        assert!(m.records.len() < 5000, "no recycling happened");
-    }
-    // A few records into the current (recycled) segment, then a crash.
-    for _ in 0..3 {
-        m.append(&mut j, &disk, 300);
-    }
+    let mark = m.append_until_recycled(&mut j, &disk);
+    // Flushed, then a crash.
     j.flush().expect("flush");
     let acked = j.durable_lsn().0;
     drop(j);
@@ -950,19 +957,7 @@ fn clean_close_leaves_nothing_to_repair() {
     let cfg = small_segments();
     let (mut j, _) = open(&disk, &cfg, 0);
     let mut m = Model::default();
-    let mut mark = 0;
-    while j.stats().segments_recycled < 2 {
-        for _ in 0..10 {
-            m.append(&mut j, &disk, 1500);
-        }
-        j.flush().expect("flush");
-        mark = j.durable_lsn().0.saturating_sub(20).max(mark);
-        j.trim(Lsn(mark)).expect("trim");
-        assert!(m.records.len() < 5000, "no recycling happened");
-    }
-    for _ in 0..3 {
-        m.append(&mut j, &disk, 300);
-    }
+    let mark = m.append_until_recycled(&mut j, &disk);
     j.close().expect("close");
     let end = j.durable_lsn().0;
     assert_eq!(end, j.next_lsn().0 - 1, "close makes everything durable");

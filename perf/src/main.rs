@@ -37,8 +37,6 @@ use clap::{Parser, Subcommand};
 use std::error::Error;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::OnceLock;
-use std::time::Instant;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -82,7 +80,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    logline::init("BKPERF_LOG", cli.verbose);
     let result = match &cli.command {
         Some(Command::Probe(args)) => probe::run(args),
         Some(Command::Journal(args)) => journal_bench::run(args),
@@ -150,45 +148,4 @@ fn storage_job() -> Result<(), Box<dyn Error>> {
         _ => return Err("internal: default journal arguments did not parse".into()),
     };
     journal_bench::run(&journal)
-}
-
-/// Writes `[+seconds LEVEL target] message` lines to stderr.
-struct StderrLogger;
-
-static START: OnceLock<Instant> = OnceLock::new();
-static LOGGER: StderrLogger = StderrLogger;
-
-impl log::Log for StderrLogger {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::max_level()
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            let t = START.get_or_init(Instant::now).elapsed().as_secs_f64();
-            eprintln!(
-                "[+{t:.3}s {:5} {}] {}",
-                record.level(),
-                record.target(),
-                record.args()
-            );
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-fn init_logging(verbose: u8) {
-    START.get_or_init(Instant::now);
-    let from_env = std::env::var("BKPERF_LOG")
-        .ok()
-        .and_then(|v| v.parse::<log::LevelFilter>().ok());
-    let level = match verbose {
-        0 => from_env.unwrap_or(log::LevelFilter::Info),
-        1 => log::LevelFilter::Debug,
-        _ => log::LevelFilter::Trace,
-    };
-    if log::set_logger(&LOGGER).is_ok() {
-        log::set_max_level(level);
-    }
 }

@@ -274,24 +274,33 @@ fn check_bookie_errors(results: &Value, expected: u64) {
     );
 }
 
+/// The `bookie` binary next to bkperf's, if it is built; without it the caller skips its test
+/// (said on stderr), unless `BKPERF_REQUIRE_BOOKIE` is set, which fails it.
+fn bookie_binary() -> Option<PathBuf> {
+    let bookie = Path::new(BKPERF).with_file_name("bookie");
+    if bookie.exists() {
+        return Some(bookie);
+    }
+    assert!(
+        std::env::var_os("BKPERF_REQUIRE_BOOKIE").is_none(),
+        "no bookie binary at {}",
+        bookie.display()
+    );
+    eprintln!(
+        "skipped: no bookie binary at {} (cargo build -p bookie)",
+        bookie.display()
+    );
+    None
+}
+
 /// The real bookie, when built: writes (open loop), random reads and tailing reads complete
 /// without errors, and bkperf drives the sink at least twice as fast as the bookie.
 #[test]
 fn workloads_against_a_real_bookie() {
     let _serial = serial();
-    let bookie = Path::new(BKPERF).with_file_name("bookie");
-    if !bookie.exists() {
-        assert!(
-            std::env::var_os("BKPERF_REQUIRE_BOOKIE").is_none(),
-            "no bookie binary at {}",
-            bookie.display()
-        );
-        eprintln!(
-            "skipped: no bookie binary at {} (cargo build -p bookie)",
-            bookie.display()
-        );
+    let Some(bookie) = bookie_binary() else {
         return;
-    }
+    };
     let bin = bookie.to_str().expect("utf-8");
     let json = tmp("bookie-write.json");
     let out = bkperf(&[
@@ -383,16 +392,9 @@ fn workloads_against_a_real_bookie() {
 #[test]
 fn stage_breakdown_from_a_real_bookie() {
     let _serial = serial();
-    let bookie = Path::new(BKPERF).with_file_name("bookie");
-    if !bookie.exists() {
-        assert!(
-            std::env::var_os("BKPERF_REQUIRE_BOOKIE").is_none(),
-            "no bookie binary at {}",
-            bookie.display()
-        );
-        eprintln!("skipped: no bookie binary at {}", bookie.display());
+    let Some(bookie) = bookie_binary() else {
         return;
-    }
+    };
     let (json, html) = (tmp("stages.json"), tmp("stages.html"));
     let out = bkperf(&[
         "write",

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod bookie;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
