@@ -263,10 +263,12 @@ impl Default for BookieConfig {
                 zero_fill_chunk_bytes: 256 << 10,
                 segment_size_bytes: 64 << 20,
                 max_free_segments: 8,
-                // Two free files zero-filled at start (four files per shard with the active and
-                // the next one), fewer or smaller ones where the disk has less room
+                // Six free files zero-filled at start: a burst at full speed (~300 MB of journal
+                // in the first seconds) then recycles files instead of zero-filling new ones
+                // beside its own writes — measured, two halve the closed-loop peak (53k vs 95k
+                // adds/s). Fewer where the disk has less room or many shards share it
                 // (`journal_space`); `journalPreAllocSizeMB` sets it in whole segments.
-                preallocate_segments: 2,
+                preallocate_segments: 6,
                 ..JournalConfig::default()
             },
             flush_interval: Duration::from_secs(60),

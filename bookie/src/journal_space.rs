@@ -16,6 +16,10 @@ use journal::JournalConfig;
 
 use crate::readonly::DiskUsage;
 
+/// All shards together zero-fill at most this much at start beyond their two files each, so
+/// a many-core host does not prepare gigabytes before its first add.
+pub const PREALLOCATE_TOTAL_MAX_BYTES: u64 = 1 << 30;
+
 /// Smallest segment we shrink to: a few groups of the largest record.
 fn min_segment_bytes(config: &JournalConfig) -> u64 {
     let group = config.group_buffer_bytes() as u64;
@@ -56,9 +60,22 @@ pub fn fit(
     let limit = (usage.total_bytes as f64 * threshold) as u64;
     let room = limit.saturating_sub(used) + existing_bytes;
     let per_shard = room / 2 / shards.max(1) as u64;
+    let mut note = None;
+    let cap = (PREALLOCATE_TOTAL_MAX_BYTES
+        / shards.max(1) as u64
+        / config.segment_size_bytes.max(1)) as usize;
+    if config.preallocate_segments > cap {
+        note = Some(format!(
+            "{} shards: {cap} free journal segments preallocated per shard (of {}), {} MiB in all",
+            shards,
+            config.preallocate_segments,
+            (PREALLOCATE_TOTAL_MAX_BYTES >> 20)
+        ));
+        config.preallocate_segments = cap;
+    }
     let wanted = config.segment_size_bytes * (2 + config.preallocate_segments as u64);
     if wanted <= per_shard {
-        return Ok(None);
+        return Ok(note);
     }
     let before = (config.segment_size_bytes, config.preallocate_segments);
     let files = per_shard / config.segment_size_bytes.max(1);
@@ -153,6 +170,20 @@ mod tests {
         let room = (250.0 * 0.95) as u64 * MIB - 10 * MIB;
         assert!(2 * 2 * c.segment_size_bytes <= room / 2, "{c:?}");
         c.validate().unwrap();
+    }
+
+    #[test]
+    fn many_shards_share_a_preallocation_cap() {
+        let mut c = config(6);
+        assert_eq!(fit(&mut c, disk(1 << 50, 1 << 49), 0, 0.95, 2), Ok(None));
+        assert_eq!(c.preallocate_segments, 6);
+        let mut c = config(6);
+        let line = fit(&mut c, disk(1 << 50, 1 << 49), 0, 0.95, 32).unwrap();
+        assert!(line.is_some());
+        assert_eq!(c.preallocate_segments, 0);
+        let mut c = config(6);
+        fit(&mut c, disk(1 << 50, 1 << 49), 0, 0.95, 4).unwrap();
+        assert_eq!(c.preallocate_segments, 4);
     }
 
     #[test]
