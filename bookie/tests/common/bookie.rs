@@ -255,8 +255,13 @@ impl Drop for BookieProcess {
 }
 
 /// Whether something on loopback `port` accepts a connection now.
+///
+/// A connection whose local port is the port it connected to is a TCP self-connect (Linux
+/// allows it on loopback when the ephemeral source port happens to equal a port nobody listens
+/// on yet): it proves nothing and is not counted.
 pub fn accepts(port: u16) -> bool {
-    TcpStream::connect(("127.0.0.1", port)).is_ok()
+    TcpStream::connect(("127.0.0.1", port))
+        .is_ok_and(|s| s.local_addr().is_ok_and(|a| a.port() != port))
 }
 
 /// A blocking client of the bookie on loopback `port` with a 20 s read timeout.
@@ -266,8 +271,17 @@ pub fn connect(port: u16) -> BlockingClient {
 
 /// A blocking client of the bookie on loopback `port` with the given read timeout.
 pub fn connect_with_timeout(port: u16, read_timeout: Duration) -> BlockingClient {
-    let c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
-        .expect("connect to the bookie");
+    let mut attempts = 0;
+    let c = loop {
+        let c = BlockingClient::connect(("127.0.0.1", port), ClientConfig::default())
+            .expect("connect to the bookie");
+        // A self-connect (see `accepts`) is not the bookie: try again.
+        let own = c.stream().local_addr().map(|a| a.port()).unwrap_or(0);
+        attempts += 1;
+        if own != port || attempts >= 10 {
+            break c;
+        }
+    };
     c.stream()
         .set_read_timeout(Some(read_timeout))
         .expect("timeout");
