@@ -236,6 +236,16 @@ fn start(conf: &Path, port: u16) -> BookieProcess {
     bookie(conf, port).spawn()
 }
 
+/// Starts the bookie of `conf` on `port` and waits until it is the one writable bookie listed.
+fn start_registered(zk: &Zk, conf: &Path, port: u16) -> BookieProcess {
+    let b = start(conf, port);
+    let id = format!("127.0.0.1:{port}");
+    wait_for("the registration", || {
+        list_bookies(zk).writable == [id.clone()]
+    });
+    b
+}
+
 fn add(ledger: i64, e: i64) -> Request {
     Request::AddEntry {
         ledger_id: ledger,
@@ -279,10 +289,7 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
     init_cluster(&conf);
     assert!(list_bookies(&zk).writable.is_empty());
 
-    let mut b = start(&conf, port);
-    wait_for("the registration", || {
-        list_bookies(&zk).writable == [id.clone()]
-    });
+    let mut b = start_registered(&zk, &conf, port);
     let listed = Command::new(env!("CARGO_BIN_EXE_bookie"))
         .args(["listbookies", "--conf"])
         .arg(&conf)
@@ -432,10 +439,7 @@ fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
     });
 
     let id = format!("127.0.0.1:{port}");
-    let mut b = start(&conf, port);
-    wait_for("the registration", || {
-        list_bookies(&zk).writable == [id.clone()]
-    });
+    let mut b = start_registered(&zk, &conf, port);
     let mut c = connect(port);
     // Interleaved, so every entry-log segment holds all six ledgers: 6 × 400 × 2 KiB ≈ 5 MiB.
     let payload = vec![0xabu8; 2048];
@@ -573,10 +577,7 @@ fn lost_registration_exits_with_code_4() {
     std::fs::write(&conf, text).unwrap();
     init_cluster(&conf);
     let id = format!("127.0.0.1:{port}");
-    let mut b = start(&conf, port);
-    wait_for("the registration", || {
-        list_bookies(&zk).writable == [id.clone()]
-    });
+    let mut b = start_registered(&zk, &conf, port);
     let mut c = connect(port);
     for e in 0..5 {
         let r = c.call_v3(add(11, e), None).expect("add").response;
@@ -664,10 +665,7 @@ fn a_bookie_restarted_right_after_sigkill_registers_again() {
     init_cluster(&conf);
     let id = format!("127.0.0.1:{port}");
     let node = format!("/ledgers/available/{id}");
-    let mut b = start(&conf, port);
-    wait_for("the registration", || {
-        list_bookies(&zk).writable == [id.clone()]
-    });
+    let mut b = start_registered(&zk, &conf, port);
     let old = node_owner(&zk, &node).expect("registered");
     let mut c = connect(port);
     for e in 0..5 {
@@ -724,10 +722,7 @@ fn a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration() {
     init_cluster(&conf);
     let id = format!("127.0.0.1:{port}");
     let node = format!("/ledgers/available/{id}");
-    let mut b = start(&conf, port);
-    wait_for("the registration", || {
-        list_bookies(&zk).writable == [id.clone()]
-    });
+    let mut b = start_registered(&zk, &conf, port);
     let session = node_owner(&zk, &node).expect("registered");
 
     // Adds during the outage, from another thread, while ZooKeeper is down for 12 s.

@@ -94,9 +94,20 @@ impl BookieBuilder {
     }
 
     /// The command line and environment, stdio untouched (for `.output()` runs).
+    ///
+    /// A standalone `serve` without an admin port of the test's choosing gets `--no-http`: its
+    /// default admin port is the fixed 8080, which parallel tests must not take.
     pub fn command(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_bookie"));
         c.args(&self.args).envs(self.env.iter().cloned());
+        let has = |flag: &str| self.args.iter().any(|a| a == flag);
+        if self.args.first().is_some_and(|a| a == "serve")
+            && !has("--conf")
+            && !has("--no-http")
+            && !has("--http-port")
+        {
+            c.arg("--no-http");
+        }
         c
     }
 
