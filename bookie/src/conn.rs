@@ -291,6 +291,13 @@ impl Conn {
             || (unwritten > 0 && self.shared.budget.over())
     }
 
+    /// Whether it waits for its own replies or requests (which wake it when they drain),
+    /// rather than for the shard's other connections.
+    fn over_own_limits(&self) -> bool {
+        self.outstanding.get() >= self.max_outstanding
+            || self.shared.unwritten() >= self.shared.budget.per_connection
+    }
+
     /// `n` reply bytes reached the socket.
     fn written(&self, n: usize) {
         self.encoded.set(self.encoded.get() - n);
@@ -442,7 +449,13 @@ pub async fn serve<S: RequestSink + 'static>(
         // waker, so it is re-checked on a short timer.
         while conn.must_wait() && !conn.is_closed() {
             let woken = conn.wake_reader.notified();
-            let _ = tokio::time::timeout(Duration::from_millis(5), woken).await;
+            if conn.over_own_limits() {
+                // Its own replies or requests: the writer or a reply wakes it, so a thousand
+                // stuck connections cost no timer wake-ups.
+                woken.await;
+            } else {
+                let _ = tokio::time::timeout(Duration::from_millis(5), woken).await;
+            }
         }
         if conn.is_closed() {
             break;
