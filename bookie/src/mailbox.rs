@@ -57,8 +57,8 @@ pub struct ShardHandle {
     /// Accepted connections handed over for balance (round robin over shards).
     pub connections: mpsc::UnboundedSender<std::net::TcpStream>,
     pub admin: mpsc::UnboundedSender<AdminQuery>,
-    /// Reply bytes the shard holds for its connections, not yet written: the reader threads
-    /// wait while it is over budget.
+    /// Reply bytes the shard holds for its connections, not yet written (shared by the
+    /// shard's connections; a reader thread looks at each connection's own room instead).
     pub reply_budget: Arc<ReplyBudget>,
 }
 
