@@ -12,6 +12,7 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +36,9 @@ pub struct LedgerStorageLink {
     pub view: Arc<ReadView>,
     /// Set by the shard while its write cache is more than half full: the flush runs unpaced.
     pub cache_pressure: Arc<std::sync::atomic::AtomicBool>,
+    /// Set by the shard at each freeze: the pace of that flush's writes, bytes per second
+    /// (`paced`: twice the rate the frozen bytes came in, within the configured ceiling).
+    pub flush_rate: Arc<AtomicU64>,
 }
 
 /// Starts the flusher (which opens the store) and the reader for one shard. Returns the link,
@@ -54,7 +58,13 @@ pub fn start(
     String,
 > {
     let config: LedgerStoreConfig = bookie.ledger_store.clone();
-    let flush_rate_bytes_per_sec = bookie.flush_rate_bytes_per_sec;
+    let ceiling = bookie.flush_rate_bytes_per_sec;
+    let flush_rate = Arc::new(AtomicU64::new(ceiling));
+    let wanted_rate = flush_rate.clone();
+    // What the pacing wrapper applies: the shard's rate during a flush, the ceiling for
+    // compaction (which keeps its own, Java-configured limit).
+    let paced_rate = Arc::new(AtomicU64::new(ceiling));
+    let applied_rate = paced_rate.clone();
     let force_psync = bookie.force_psync;
     let read_queue = bookie.read_queue;
     let gc: (GcConfig, Arc<Metrics>) = (bookie.gc.clone(), metrics);
@@ -73,7 +83,7 @@ pub fn start(
             lower_priority(FLUSH_NICE);
             let opened = storage::open_dir(&flush_dir, 64, force_psync)
                 .map_err(|e| format!("{}: {e}", flush_dir.display()))
-                .map(|s| Paced::new(s, flush_rate_bytes_per_sec, urgent))
+                .map(|s| Paced::new(s, applied_rate, urgent))
                 .and_then(|s| {
                     LedgerStore::open(s, flush_config)
                         .map_err(|e| format!("ledger storage {}: {e}", flush_dir.display()))
@@ -114,6 +124,7 @@ pub fn start(
                 let frozen = match job {
                     None => {
                         if gc.active() {
+                            paced_rate.store(ceiling, Ordering::Relaxed);
                             gc.step(&mut store, &done_tx);
                         }
                         store.collect_garbage();
@@ -126,12 +137,14 @@ pub fn start(
                         continue;
                     }
                     Some(FlushJob::Gc(req)) => {
+                        paced_rate.store(ceiling, Ordering::Relaxed);
                         gc.request(req, &mut store, &done_tx);
                         continue;
                     }
                 };
                 let batch = frozen.to_flush_batch();
                 drop(frozen);
+                paced_rate.store(wanted_rate.load(Ordering::Relaxed), Ordering::Relaxed);
                 let event = match store.flush(&batch) {
                     Ok(stats) => StoreEvent::Flushed {
                         mark: batch.journal_mark,
@@ -186,6 +199,7 @@ pub fn start(
             read_jobs: read_tx,
             view,
             cache_pressure,
+            flush_rate,
         },
         recovered,
         done_rx,

@@ -181,6 +181,8 @@ pub struct Shard {
     last_flush: Instant,
     flush_threshold_bytes: usize,
     flush_interval: Duration,
+    /// The fastest a flush may write (`flush_rate_bytes_per_sec`; 0: unpaced).
+    flush_rate_ceiling: u64,
     pub stats: ShardStats,
 }
 
@@ -293,6 +295,7 @@ impl Shard {
                 .flush_threshold_bytes
                 .min(config.write_cache_bytes / 2),
             flush_interval: config.flush_interval,
+            flush_rate_ceiling: config.flush_rate_bytes_per_sec,
             stats: ShardStats::default(),
         };
         Ok((shard, flush_done))
@@ -672,9 +675,14 @@ impl Shard {
             return;
         }
         let mark = self.journal.next_lsn().0;
+        let filled_in = self.last_flush.elapsed();
         if let Some(batch) = self.table.freeze(mark) {
             self.flushing = true;
             self.last_flush = Instant::now();
+            self.store.flush_rate.store(
+                flush_rate(cached, filled_in, self.flush_rate_ceiling),
+                std::sync::atomic::Ordering::Relaxed,
+            );
             let mut sent = self.store.flush_jobs.send(FlushJob::Flush(batch)).is_ok();
             if let Some(req) = self.gc_request.take() {
                 sent &= self.store.flush_jobs.send(FlushJob::Gc(req)).is_ok();
@@ -1179,5 +1187,49 @@ fn error_like(reply: &Response, status: StatusCode) -> Response {
             operation: other.operation(),
             status,
         },
+    }
+}
+
+/// The slowest pace a paced flush is given, bytes per second.
+const FLUSH_RATE_FLOOR: u64 = 16 << 20;
+
+/// The pace for a flush of `bytes` that came in over `filled_in`: twice their arrival rate, so
+/// the flush takes about half as long as the filling did, never below [`FLUSH_RATE_FLOOR`] or
+/// above `ceiling` (0: unpaced).
+fn flush_rate(bytes: usize, filled_in: Duration, ceiling: u64) -> u64 {
+    if ceiling == 0 {
+        return 0;
+    }
+    let secs = filled_in.as_secs_f64().max(1e-3);
+    let wanted = (2.0 * bytes as f64 / secs) as u64;
+    wanted.clamp(FLUSH_RATE_FLOOR.min(ceiling), ceiling)
+}
+
+#[cfg(test)]
+mod flush_rate_tests {
+    use super::*;
+
+    #[test]
+    fn twice_the_arrival_rate_within_bounds() {
+        let mib = 1u64 << 20;
+        // 128 MiB in 5.5 s: ~46.5 MiB/s.
+        let r = flush_rate(128 << 20, Duration::from_millis(5500), 384 * mib);
+        assert!((46 * mib..48 * mib).contains(&r), "{}", r / mib);
+        // A trickle flushed by the interval: the floor.
+        assert_eq!(
+            flush_rate(1 << 20, Duration::from_secs(60), 384 * mib),
+            16 * mib
+        );
+        // A burst filled in 100 ms: the ceiling.
+        assert_eq!(
+            flush_rate(128 << 20, Duration::from_millis(100), 384 * mib),
+            384 * mib
+        );
+        // A ceiling below the floor wins; 0 stays unpaced.
+        assert_eq!(
+            flush_rate(1 << 20, Duration::from_secs(60), 8 * mib),
+            8 * mib
+        );
+        assert_eq!(flush_rate(128 << 20, Duration::from_secs(1), 0), 0);
     }
 }

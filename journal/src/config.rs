@@ -33,6 +33,9 @@ pub struct JournalConfig {
     /// Close the open group when callers have nothing more and no group is in flight (ours,
     /// default true; see `policy`).
     pub flush_when_idle: bool,
+    /// An idle flush waits until this long after the previous group was closed (default 0:
+    /// at once; see `policy`).
+    pub idle_commit_gap_us: u64,
     /// Closed groups written but not yet durable at once: the in-flight window (default 2).
     pub max_groups_in_flight: usize,
     /// Largest payload accepted (default 5 MiB + 64 KiB: the default frame limit plus room).
@@ -57,6 +60,7 @@ impl Default for JournalConfig {
             buffered_entries_threshold: 0,
             flush_when_queue_empty: false,
             flush_when_idle: true,
+            idle_commit_gap_us: 0,
             max_groups_in_flight: 2,
             max_record_bytes: (5 << 20) + (64 << 10),
             zero_fill_chunk_bytes: 1 << 20,
@@ -90,6 +94,7 @@ impl JournalConfig {
             buffered_records_threshold: self.buffered_entries_threshold,
             flush_when_queue_empty: self.flush_when_queue_empty,
             flush_when_idle: self.flush_when_idle,
+            idle_commit_gap_us: self.idle_commit_gap_us,
         }
     }
 

@@ -41,6 +41,8 @@ pub struct JournalStats {
     pub syncs: u64,
     pub segments_prepared: u64,
     pub segments_recycled: u64,
+    /// Zeros written to prepare new segment files (recycled files need none).
+    pub zero_fill_bytes: u64,
     /// Groups closed per reason: max wait, bytes, records, queue empty, idle, full/rotation.
     pub flushes_max_wait: u64,
     pub flushes_bytes: u64,
@@ -69,6 +71,12 @@ pub struct GroupTiming {
 
 /// Timings of durable groups kept until the owner asks (older ones are dropped).
 const TIMINGS_KEPT: usize = 256;
+/// Zero-fill bytes earned per byte of group written: the next segment is filled by the time
+/// the active one is half used.
+const ZERO_CREDIT_PER_BYTE: u64 = 2;
+/// Credit saved up while no fill is running is capped at this many chunks, so a fill that
+/// starts after a busy spell does not go out in one burst.
+const ZERO_CREDIT_CHUNKS: u64 = 2;
 
 /// A segment the writer places groups in.
 struct Segment {
@@ -129,6 +137,13 @@ enum Prep {
         free_name: String,
         next: u64,
     },
+    /// The next zero chunk waits for credit ([`Journal::zero_credit`]): zero-filling runs
+    /// beside the journal's own writes at a bounded share of them, not at device speed.
+    ZeroPaused {
+        seg: Segment,
+        free_name: String,
+        next: u64,
+    },
     Syncing {
         seg: Segment,
         free_name: String,
@@ -168,6 +183,11 @@ pub struct Journal<S: Storage> {
     spare: Vec<AlignedBuf>,
     seal_buf: Option<AlignedBuf>,
     zero_buf: Option<AlignedBuf>,
+    /// Bytes of zero-fill the next segment's preparation may write now: each group written
+    /// adds [`ZERO_CREDIT_PER_BYTE`] times its size. A sync that follows a burst of zero-fill
+    /// waits for the device to take all of it (guide/perf.md §1.8: 64 MiB of zeros at device
+    /// speed held adds' p50 at 15 ms), so the fill keeps pace with the journal instead.
+    zero_credit: u64,
     sync_in_flight: Option<u64>,
     next_sync_seq: u64,
     completions: Vec<Completion>,
@@ -175,6 +195,8 @@ pub struct Journal<S: Storage> {
     report: RecoveryReport,
     /// The owner's clock as last passed in (`append`, `tick`).
     clock_us: u64,
+    /// When the last group was closed (the owner's clock): the idle commit gap counts from it.
+    last_close_us: u64,
     /// Durable groups' timings, oldest first ([`Journal::group_timing`]).
     timings: VecDeque<GroupTiming>,
 }
@@ -288,12 +310,14 @@ impl<S: Storage> Journal<S> {
             spare: (0..buffers).map(|_| AlignedBuf::new(group_bytes)).collect(),
             seal_buf: Some(AlignedBuf::new(ALIGN)),
             zero_buf: Some(AlignedBuf::zeroed(config.zero_fill_chunk_bytes)),
+            zero_credit: 0,
             sync_in_flight: None,
             next_sync_seq: 0,
             completions: Vec::with_capacity(64),
             stats: JournalStats::default(),
             report: rec.report,
             clock_us: 0,
+            last_close_us: 0,
             timings: VecDeque::with_capacity(TIMINGS_KEPT),
             config,
         };
@@ -379,9 +403,14 @@ impl<S: Storage> Journal<S> {
                 bytes: g.fill,
                 opened_at_us: g.opened_at_us,
             };
-            if let Decision::Flush(reason) =
-                decide(&group, now_us, queue_empty, in_flight, &self.triggers)
-            {
+            if let Decision::Flush(reason) = decide(
+                &group,
+                now_us,
+                queue_empty,
+                in_flight,
+                self.last_close_us,
+                &self.triggers,
+            ) {
                 match reason {
                     FlushReason::MaxWait => self.stats.flushes_max_wait += 1,
                     FlushReason::Bytes => self.stats.flushes_bytes += 1,
@@ -408,10 +437,17 @@ impl<S: Storage> Journal<S> {
 
     /// When the open group must be closed at the latest (the group-wait timer), if one is open.
     pub fn next_deadline_us(&self) -> Option<u64> {
-        self.open
-            .as_ref()
-            .filter(|g| g.records > 0)
-            .map(|g| g.opened_at_us.saturating_add(self.config.max_group_wait_us))
+        let g = self.open.as_ref().filter(|g| g.records > 0)?;
+        let timer = g.opened_at_us.saturating_add(self.config.max_group_wait_us);
+        let idle = self.config.flush_when_idle && self.queue.is_empty();
+        Some(if idle {
+            timer.min(
+                self.last_close_us
+                    .saturating_add(self.config.idle_commit_gap_us),
+            )
+        } else {
+            timer
+        })
     }
 
     /// Every record with an LSN up to this one is durable.
@@ -630,6 +666,7 @@ impl<S: Storage> Journal<S> {
         buf.set_len(end);
         g.seq = self.next_group_seq;
         self.next_group_seq += 1;
+        self.last_close_us = self.clock_us;
         let seg = self.active.as_mut().expect("active segment");
         debug_assert_eq!(seg.header.id, g.segment);
         seg.write_pos = g.offset + end as u64;
@@ -711,6 +748,10 @@ impl<S: Storage> Journal<S> {
                 g.state = GroupState::Written;
                 g.written_us = self.clock_us;
                 self.stats.bytes_written += n as u64;
+                self.zero_credit = self
+                    .zero_credit
+                    .saturating_add(n as u64 * ZERO_CREDIT_PER_BYTE)
+                    .min(ZERO_CREDIT_CHUNKS * self.config.zero_fill_chunk_bytes as u64);
             }
             Ok(_) => self.stop(IoError::EIO),
             Err(e) => self.stop(e),
@@ -840,6 +881,7 @@ impl<S: Storage> Journal<S> {
                 self.stop(e);
             }
         }
+        self.resume_zero_fill();
     }
 
     /// Starts preparing the next segment: a recycled file if one is free, else a new one. The
@@ -925,7 +967,6 @@ impl<S: Storage> Journal<S> {
             self.stop(c.result.err().unwrap_or(IoError::EIO));
             return;
         }
-        let size = self.config.segment_size_bytes;
         let next = match prep {
             Prep::FreeSyncing {
                 seg,
@@ -947,8 +988,21 @@ impl<S: Storage> Journal<S> {
                 free_name,
                 next,
             } => {
+                if let Some(buf) = &c.buf {
+                    self.stats.zero_fill_bytes += buf.len() as u64;
+                }
                 self.zero_buf = c.buf;
-                Some((seg, free_name, next))
+                self.prep = Prep::ZeroPaused {
+                    seg,
+                    free_name,
+                    next,
+                };
+                self.resume_zero_fill();
+                None
+            }
+            Prep::ZeroPaused { .. } => {
+                log::error!("journal: preparation completion while no operation was in flight");
+                None
             }
             Prep::Syncing { seg, free_name } => {
                 let name = segment_file_name(seg.header.id);
@@ -971,15 +1025,51 @@ impl<S: Storage> Journal<S> {
         let Some((seg, free_name, from)) = next else {
             return;
         };
+        self.prep = Prep::ZeroPaused {
+            seg,
+            free_name,
+            next: from,
+        };
+        self.resume_zero_fill();
+    }
+
+    /// Submits the next step of a paused zero fill when it may go: with credit from the
+    /// journal's own writes, at once when the journal is idle or about to run out of room, and
+    /// the final sync as soon as the file is filled.
+    fn resume_zero_fill(&mut self) {
+        let Prep::ZeroPaused { next, .. } = &self.prep else {
+            return;
+        };
+        let from = *next;
+        let size = self.config.segment_size_bytes;
+        let chunk = (size.saturating_sub(from)).min(self.config.zero_fill_chunk_bytes as u64);
+        if from < size {
+            let idle = self.queue.is_empty() && self.open.as_ref().is_none_or(|g| g.records == 0);
+            let urgent = self
+                .active
+                .as_ref()
+                .is_none_or(|seg| size.saturating_sub(seg.write_pos) < size / 8);
+            if !(idle || urgent || self.zero_credit >= chunk) {
+                return;
+            }
+            self.zero_credit = self.zero_credit.saturating_sub(chunk);
+        }
+        let Prep::ZeroPaused {
+            seg,
+            free_name,
+            next: from,
+        } = std::mem::replace(&mut self.prep, Prep::Idle)
+        else {
+            unreachable!("checked above");
+        };
         let result = if from < size {
             let mut buf = self.zero_buf.take().expect("zero buffer");
-            let len = (size - from).min(buf.capacity() as u64) as usize;
-            buf.set_len(len);
+            buf.set_len(chunk as usize);
             let file = seg.file;
             self.prep = Prep::Zeroing {
                 seg,
                 free_name,
-                next: from + len as u64,
+                next: from + chunk,
             };
             self.storage.submit(
                 TOKEN_PREP,

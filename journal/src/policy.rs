@@ -12,6 +12,13 @@
 //! of waiting out the group timer (a Java bookie with default settings waits 2 ms), while under
 //! load groups grow by themselves for as long as the previous group is syncing.
 //!
+//! An idle flush waits until `idle_commit_gap_us` has passed since the previous group was
+//! closed. Each commit costs a write, a cache flush and several thread wake-ups whatever its
+//! size; without the gap, a journal at a few thousand adds a second commits nearly every add
+//! on its own, and on a virtual machine that many commits cost enough host CPU to get the
+//! whole guest descheduled for ~10 ms at a time (ARCHITECTURE.md §12). The gap bounds the
+//! commit rate at load and adds nothing to a lone add on a quiet bookie.
+//!
 //! No clock is read here: time comes in as an argument, so a table of cases tests the policy.
 
 /// The open group, as the policy sees it.
@@ -32,6 +39,8 @@ pub struct Triggers {
     pub buffered_records_threshold: usize,
     pub flush_when_queue_empty: bool,
     pub flush_when_idle: bool,
+    /// An idle flush only this long after the previous group was closed (0: at once).
+    pub idle_commit_gap_us: u64,
 }
 
 /// Why a group was closed (counted in metrics).
@@ -56,12 +65,14 @@ pub enum Decision {
 }
 
 /// Decides about the open group. `queue_empty` says callers have nothing more to append right
-/// now; `groups_in_flight` counts closed groups not yet durable.
+/// now; `groups_in_flight` counts closed groups not yet durable; `last_close_us` is when the
+/// previous group was closed.
 pub fn decide(
     group: &OpenGroup,
     now_us: u64,
     queue_empty: bool,
     groups_in_flight: usize,
+    last_close_us: u64,
     t: &Triggers,
 ) -> Decision {
     if group.records == 0 {
@@ -81,7 +92,11 @@ pub fn decide(
         return Decision::Flush(FlushReason::QueueEmpty);
     }
     if queue_empty && t.flush_when_idle && groups_in_flight == 0 {
-        return Decision::Flush(FlushReason::Idle);
+        let gap_over = last_close_us.saturating_add(t.idle_commit_gap_us);
+        if now_us >= gap_over {
+            return Decision::Flush(FlushReason::Idle);
+        }
+        return Decision::WaitUntil(gap_over.min(deadline));
     }
     Decision::WaitUntil(deadline)
 }
@@ -96,6 +111,7 @@ mod tests {
         buffered_records_threshold: 0,
         flush_when_queue_empty: false,
         flush_when_idle: true,
+        idle_commit_gap_us: 0,
     };
 
     fn group(records: usize, bytes: usize, opened_at_us: u64) -> OpenGroup {
@@ -122,6 +138,15 @@ mod tests {
             flush_when_idle: false,
             ..T
         };
+        // The previous group closed at 100 in every case.
+        let gap = Triggers {
+            idle_commit_gap_us: 500,
+            ..T
+        };
+        let long_gap = Triggers {
+            idle_commit_gap_us: 5000,
+            ..T
+        };
         #[rustfmt::skip]
         let cases: &[(&str, OpenGroup, u64, bool, usize, Triggers, Decision)] = &[
             ("empty group", group(0, 0, 0), 5000, true, 0, T, Decision::Nothing),
@@ -138,10 +163,14 @@ mod tests {
             ("flushWhenQueueEmpty even when busy", group(1, 10, 100), 150, true, 2, queue_empty_on, Decision::Flush(FlushReason::QueueEmpty)),
             ("bytes beat the timer", group(1, 600 * 1024, 100), 5000, false, 0, T, Decision::Flush(FlushReason::Bytes)),
             ("timer with huge wait saturates", group(1, 10, u64::MAX - 5), u64::MAX - 1, false, 0, T, Decision::WaitUntil(u64::MAX)),
+            ("idle, but the last commit was just now: wait out the gap", group(1, 10, 120), 150, true, 0, gap, Decision::WaitUntil(600)),
+            ("idle and the gap is over", group(1, 10, 120), 600, true, 0, gap, Decision::Flush(FlushReason::Idle)),
+            ("a gap beyond the timer: the timer wins", group(1, 10, 120), 150, true, 0, long_gap, Decision::WaitUntil(1120)),
+            ("the gap does not delay the bytes threshold", group(9, 512 * 1024, 120), 150, true, 0, gap, Decision::Flush(FlushReason::Bytes)),
         ];
         for (name, g, now, empty, in_flight, t, want) in cases {
             assert_eq!(
-                decide(g, *now, *empty, *in_flight, t),
+                decide(g, *now, *empty, *in_flight, 100, t),
                 *want,
                 "case: {name}"
             );

@@ -396,6 +396,8 @@ pub struct Outcome {
     pub stages: Option<Breakdown>,
     /// Why there is no breakdown although a metrics address was known.
     pub stages_error: Option<String>,
+    /// What the machine did meanwhile (busy, stolen time, late wake-ups).
+    pub stalls: Option<crate::stalls::Stalls>,
 }
 
 /// What is known about a bookie child we ran.
@@ -437,10 +439,13 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
     };
     let cpu_before = child.map_or(0.0, |c| c.cpu_since_ready_s());
     let mut before = None;
+    let mut probe = None;
     let result = engine::run_observed(&plan.config, &mut || {
         before = Some(stages::snapshot(http));
+        probe = Some(crate::stalls::StallProbe::start());
     })
     .map_err(|e| e.to_string())?;
+    let stalls = probe.and_then(|p| p.finish());
     let (stages, stages_error) = stage_breakdown(http, before, &result.engine_threads);
     let bookie = child.map(|c| BookieFacts {
         binary: c.binary().to_path_buf(),
@@ -470,6 +475,7 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
         saturated,
         stages,
         stages_error,
+        stalls,
     })
 }
 
@@ -671,6 +677,9 @@ pub fn print(plan: &Plan, o: &Outcome) {
     if let Some(e) = &o.stages_error {
         println!("no per-stage breakdown: {e}");
     }
+    if let Some(s) = &o.stalls {
+        println!("{}", s.render());
+    }
     for s in &o.saturated {
         println!("WARNING {s}");
     }
@@ -789,6 +798,9 @@ pub fn report(plan: &Plan, o: &Outcome) -> Value {
     }
     if let Some(e) = &o.stages_error {
         b = b.warning(format!("no per-stage breakdown: {e}"));
+    }
+    if let Some(s) = &o.stalls {
+        b = b.section("machine_stalls", s.to_json());
     }
     let data_dir = o.bookie.as_ref().map(|b| b.data_dir.clone());
     let machine = MachineInfo::gather(Some(data_dir.as_deref().unwrap_or(Path::new("."))));

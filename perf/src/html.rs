@@ -375,6 +375,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:first-child{{
 <table><tr><th>side</th><th>latency</th><th>ok/s</th><th>errors</th><th>timeouts</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th></tr>
 {rows}</table>
 {stages}
+{stalls}
 {spectrum_svg}{time_svg}{ops_svg}
 <details><summary>workload, target, client, machine</summary><pre>{workload}
 {target}
@@ -391,10 +392,25 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:first-child{{
         warm = plan.config.warmup.as_secs_f64(),
         warnings = warnings.join("\n"),
         stages = stages_html(&report["stages"]),
+        stalls = stalls_html(&report["machine_stalls"]),
         workload = facts(&report["workload"]),
         target = facts(&report["target"]),
         client = facts(&report["client"]),
         machine = facts(&report["machine"]),
+    )
+}
+
+/// The machine's own share of the tail: busy and stolen CPU, late wake-ups of a sleeping thread.
+fn stalls_html(s: &Value) -> String {
+    if s.is_null() {
+        return String::new();
+    }
+    let o = &s["oversleep_us"];
+    format!(
+        "<p>Machine over the window: CPU busy {}%, stolen by the hypervisor {}%; 1 ms sleeps woke \
+         late by p99 {} us, p99.9 {} us, max {} us ({} stalls over 5 ms, each holding client and \
+         bookie alike).</p>",
+        s["busy_pct"], s["steal_pct"], o["p99"], o["p99_9"], o["max"], s["stalls_over_5ms"]
     )
 }
 

@@ -32,6 +32,7 @@ mod probe;
 mod report;
 mod sink;
 mod stages;
+mod stalls;
 
 use clap::{Parser, Subcommand};
 use std::error::Error;

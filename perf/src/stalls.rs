@@ -1,0 +1,215 @@
+//! What the machine itself did to latency during the measured window: how busy the CPUs were,
+//! how much time the hypervisor stole, and how late a thread that only sleeps 1 ms at a time
+//! woke up.
+//!
+//! A request's latency includes every moment its client or bookie could not run. On a shared
+//! virtual machine that is not only our threads competing: the host can deschedule the whole
+//! guest. On the 2-vCPU Firecracker guest this project is measured on, the guest is frozen for
+//! up to ~18 ms at a time, aligned to 100 ms periods, once its CPU plus the host's work for its
+//! I/O exceeds a quota (ARCHITECTURE.md §12) — neither a pure CPU burn nor synced I/O alone
+//! triggers it, the two together do. Such a freeze lands on every thread at once, so no
+//! bookie stage can be blamed for it; this probe shows it beside the stage table so that a
+//! tail is attributed to the machine when the machine owns it.
+//!
+//! The probe is one thread sleeping 1 ms in a loop and recording how late each wake-up is
+//! (oversleep, HDR histogram). `/proc/stat` before and after gives busy and steal time.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+/// Oversleeps longer than this count as a stall.
+const STALL_US: u64 = 5_000;
+
+/// CPU time of the whole machine, in clock ticks, from the first line of `/proc/stat`.
+#[derive(Clone, Copy, Debug, Default)]
+struct CpuTimes {
+    busy: u64,
+    idle: u64,
+    steal: u64,
+}
+
+fn cpu_times() -> Option<CpuTimes> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    if v.len() < 8 {
+        return None;
+    }
+    Some(CpuTimes {
+        busy: v[0] + v[1] + v[2] + v[5] + v[6],
+        idle: v[3] + v[4],
+        steal: v[7],
+    })
+}
+
+/// A running probe.
+pub struct StallProbe {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Histogram<u64>>>,
+    before: Option<CpuTimes>,
+    started: Instant,
+}
+
+/// What the probe saw.
+#[derive(Clone, Debug)]
+pub struct Stalls {
+    pub window_s: f64,
+    /// Shares of all CPUs' time (busy + idle + steal) over the window, in percent.
+    pub busy_pct: Option<f64>,
+    pub steal_pct: Option<f64>,
+    pub cpus: usize,
+    /// How late 1 ms sleeps woke up, in microseconds.
+    pub oversleep: Histogram<u64>,
+}
+
+impl StallProbe {
+    pub fn start() -> StallProbe {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("bkperf-stalls".into())
+            .spawn(move || {
+                let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
+                let tick = Duration::from_millis(1);
+                while !flag.load(Ordering::Relaxed) {
+                    let t0 = Instant::now();
+                    std::thread::sleep(tick);
+                    let late = t0.elapsed().saturating_sub(tick).as_micros() as u64;
+                    h.saturating_record(late.max(1));
+                }
+                h
+            })
+            .ok();
+        StallProbe {
+            stop,
+            thread,
+            before: cpu_times(),
+            started: Instant::now(),
+        }
+    }
+
+    pub fn finish(mut self) -> Option<Stalls> {
+        self.stop.store(true, Ordering::Relaxed);
+        let oversleep = self.thread.take()?.join().ok()?;
+        let window_s = self.started.elapsed().as_secs_f64();
+        let (busy_pct, steal_pct) = match (self.before, cpu_times()) {
+            (Some(a), Some(b)) => {
+                let busy = b.busy.saturating_sub(a.busy) as f64;
+                let idle = b.idle.saturating_sub(a.idle) as f64;
+                let steal = b.steal.saturating_sub(a.steal) as f64;
+                let total = (busy + idle + steal).max(1.0);
+                (Some(100.0 * busy / total), Some(100.0 * steal / total))
+            }
+            _ => (None, None),
+        };
+        Some(Stalls {
+            window_s,
+            busy_pct,
+            steal_pct,
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            oversleep,
+        })
+    }
+}
+
+impl Drop for StallProbe {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Stalls {
+    /// Wake-ups later than [`STALL_US`].
+    pub fn stalls(&self) -> u64 {
+        self.oversleep
+            .iter_recorded()
+            .filter(|v| v.value_iterated_to() > STALL_US)
+            .map(|v| v.count_at_value())
+            .sum()
+    }
+
+    pub fn render(&self) -> String {
+        let pct = |v: Option<f64>| v.map_or("?".to_string(), |v| format!("{v:.1}%"));
+        let ms = |q: f64| self.oversleep.value_at_quantile(q) as f64 / 1000.0;
+        format!(
+            "machine over the window ({:.0} s, {} CPUs): busy {}, stolen by the hypervisor {}; \
+             1 ms sleeps woke late by p50 {:.2} ms, p99 {:.1} ms, p99.9 {:.1} ms, max {:.1} ms \
+             ({} stalls over {} ms: a stall holds every thread, client and bookie alike)",
+            self.window_s,
+            self.cpus,
+            pct(self.busy_pct),
+            pct(self.steal_pct),
+            ms(0.5),
+            ms(0.99),
+            ms(0.999),
+            self.oversleep.max() as f64 / 1000.0,
+            self.stalls(),
+            STALL_US / 1000,
+        )
+    }
+
+    pub fn to_json(&self) -> Value {
+        let q = |q: f64| self.oversleep.value_at_quantile(q);
+        let round1 = |v: Option<f64>| v.map(|v| (v * 10.0).round() / 10.0);
+        json!({
+            "window_s": (self.window_s * 100.0).round() / 100.0,
+            "cpus": self.cpus,
+            "busy_pct": round1(self.busy_pct),
+            "steal_pct": round1(self.steal_pct),
+            "oversleep_us": {
+                "samples": self.oversleep.len(),
+                "p50": q(0.5), "p99": q(0.99), "p99_9": q(0.999), "max": self.oversleep.max(),
+            },
+            "stalls_over_5ms": self.stalls(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_proc_stat() {
+        let t = cpu_times().expect("/proc/stat");
+        assert!(t.busy + t.idle > 0);
+    }
+
+    #[test]
+    fn counts_late_wakeups() {
+        let mut oversleep = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+        for v in [50, 80, 4_000, 6_000, 12_000] {
+            oversleep.record(v).unwrap();
+        }
+        let s = Stalls {
+            window_s: 1.0,
+            busy_pct: Some(50.0),
+            steal_pct: Some(2.0),
+            cpus: 2,
+            oversleep,
+        };
+        assert_eq!(s.stalls(), 2);
+        let text = s.render();
+        assert!(text.contains("2 stalls over 5 ms"), "{text}");
+        assert_eq!(s.to_json()["stalls_over_5ms"], 2);
+    }
+
+    #[test]
+    fn a_short_probe_reports() {
+        let p = StallProbe::start();
+        std::thread::sleep(Duration::from_millis(30));
+        let s = p.finish().expect("probe");
+        assert!(s.oversleep.len() >= 5, "{} samples", s.oversleep.len());
+        assert!(s.busy_pct.is_some());
+    }
+}
