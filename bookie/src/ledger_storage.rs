@@ -136,6 +136,16 @@ pub fn start(
                         drop(entries);
                         continue;
                     }
+                    Some(FlushJob::RemoveFiles(paths)) => {
+                        for path in paths {
+                            if let Err(e) = std::fs::remove_file(&path) {
+                                if e.kind() != std::io::ErrorKind::NotFound {
+                                    log::warn!("cannot delete {}: {e}", path.display());
+                                }
+                            }
+                        }
+                        continue;
+                    }
                     Some(FlushJob::Gc(req)) => {
                         paced_rate.store(ceiling, Ordering::Relaxed);
                         gc.request(req, &mut store, &done_tx);

@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, RawFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -181,6 +181,8 @@ pub struct Shard {
     last_flush: Instant,
     flush_threshold_bytes: usize,
     flush_interval: Duration,
+    /// This shard's journal directory (trimmed files are deleted by path, off this thread).
+    journal_dir: PathBuf,
     /// The fastest a flush may write (`flush_rate_bytes_per_sec`; 0: unpaced).
     flush_rate_ceiling: u64,
     pub stats: ShardStats,
@@ -255,6 +257,7 @@ impl Shard {
         // its segment) are persisted in ledger storage: recycle them now, not at the first flush.
         journal
             .trim(Lsn(mark))
+            .and_then(|_| journal.remove_trash())
             .map_err(|e| format!("journal {}: {e}", journal_dir.display()))?;
         let report = journal.recovery_report();
         log::info!(
@@ -296,6 +299,7 @@ impl Shard {
                 .min(config.write_cache_bytes / 2),
             flush_interval: config.flush_interval,
             flush_rate_ceiling: config.flush_rate_bytes_per_sec,
+            journal_dir: journal_dir.clone(),
             stats: ShardStats::default(),
         };
         Ok((shard, flush_done))
@@ -732,6 +736,11 @@ impl Shard {
                 if let Err(err) = self.journal.trim(Lsn(mark)) {
                     log::error!("shard {}: journal trim failed: {err}; read-only", self.id);
                     self.set_failed("journal trim failed");
+                }
+                let trash = self.journal.take_trash();
+                if !trash.is_empty() {
+                    let paths = trash.iter().map(|n| self.journal_dir.join(n)).collect();
+                    let _ = self.store.flush_jobs.send(FlushJob::RemoveFiles(paths));
                 }
             }
             StoreEvent::Failed(err) => {

@@ -79,6 +79,12 @@ pub fn free_file_name(id: SegmentId) -> String {
     format!("{:016x}.free", id.0)
 }
 
+/// File name of a trimmed segment set aside for deletion: the owner deletes it off its own
+/// thread (unlinking a 64 MiB file takes 60-70 ms on ext4 with `discard`), or the next open does.
+pub fn trash_file_name(id: SegmentId) -> String {
+    format!("{:016x}.trash", id.0)
+}
+
 /// Parses a file name made by [`segment_file_name`] or [`free_file_name`].
 pub fn parse_file_name(name: &str) -> Option<(SegmentId, bool)> {
     let (stem, free) = if let Some(stem) = name.strip_suffix(".jrnl") {

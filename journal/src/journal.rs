@@ -20,8 +20,8 @@ use crate::config::JournalConfig;
 use crate::error::{AppendError, JournalError};
 use crate::format::{
     encode_padding, encode_record_parts, encode_segment_end, free_file_name, padded_end,
-    record_bytes, segment_file_name, Lsn, RecordKind, SegmentHeader, SegmentId, FLAG_RECOVERY_SEAL,
-    SEGMENT_HEADER_BYTES,
+    record_bytes, segment_file_name, trash_file_name, Lsn, RecordKind, SegmentHeader, SegmentId,
+    FLAG_RECOVERY_SEAL, SEGMENT_HEADER_BYTES,
 };
 use crate::io;
 use crate::policy::{decide, Decision, FlushReason, OpenGroup, Triggers};
@@ -172,6 +172,8 @@ pub struct Journal<S: Storage> {
     live: VecDeque<LiveSegment>,
     /// Files to recycle as new segments.
     free: Vec<String>,
+    /// Trimmed files beyond the free pool, renamed `*.trash`, for the owner to delete.
+    trash: Vec<String>,
     /// A trim renamed or removed files since the last directory sync.
     trim_unsynced: bool,
     /// [`Journal::close`] ran: no further segment is prepared.
@@ -250,6 +252,9 @@ impl<S: Storage> Journal<S> {
                 .rename(name, &format!("{name}.corrupt"))
                 .map_err(dir_io("rename", name))?;
         }
+        for name in &rec.trash {
+            storage.remove(name).map_err(dir_io("remove", name))?;
+        }
         // Unused segments left after the log become free files (their ids stay unique).
         let mut free = Vec::with_capacity(rec.free.len());
         for name in rec.free {
@@ -302,6 +307,7 @@ impl<S: Storage> Journal<S> {
             prep: Prep::Idle,
             live: rec.live.into(),
             free,
+            trash: Vec::new(),
             trim_unsynced: false,
             closing: false,
             open: None,
@@ -532,8 +538,8 @@ impl<S: Storage> Journal<S> {
     }
 
     /// Drops complete segments whose records all precede `mark` (they are persisted elsewhere):
-    /// recycles them (renamed `*.free`) up to `max_free_segments`, removes the rest. Returns how
-    /// many segments were trimmed.
+    /// recycles them (renamed `*.free`) up to `max_free_segments`, sets the rest aside as
+    /// `*.trash` for [`Journal::take_trash`]. Returns how many segments were trimmed.
     pub fn trim(&mut self, mark: Lsn) -> Result<usize, JournalError> {
         let mut trimmed = 0;
         while let Some(seg) = self.live.front() {
@@ -545,16 +551,20 @@ impl<S: Storage> Journal<S> {
                 .config
                 .max_free_segments
                 .max(self.config.preallocate_segments);
-            let result = if self.free.len() < keep {
-                let free = free_file_name(seg.id);
-                self.storage.rename(&name, &free).map(|_| free)
+            // Never unlinked here: the owner's thread is an event loop, and unlinking a large
+            // file can take tens of milliseconds. Renaming is cheap; the owner deletes the
+            // trash elsewhere ([`Journal::take_trash`]).
+            let recycle = self.free.len() < keep;
+            let to = if recycle {
+                free_file_name(seg.id)
             } else {
-                self.storage.remove(&name).map(|_| String::new())
+                trash_file_name(seg.id)
             };
+            let result = self.storage.rename(&name, &to).map(|_| to);
             self.trim_unsynced = true;
             match result {
-                Ok(free) if !free.is_empty() => self.free.push(free),
-                Ok(_) => {}
+                Ok(to) if recycle => self.free.push(to),
+                Ok(to) => self.trash.push(to),
                 Err(error) => {
                     return Err(JournalError::Io {
                         what: "trim",
@@ -574,6 +584,27 @@ impl<S: Storage> Journal<S> {
     }
 
     /// A one-line description of the segments, for logs and test diagnostics.
+    /// Names (in the journal's directory) of trimmed files to delete: the owner deletes them
+    /// off its latency-critical thread. Files never taken are deleted at the next open.
+    pub fn take_trash(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.trash)
+    }
+
+    /// Deletes the trimmed files through the storage port, on the calling thread (for owners
+    /// without a better place to do it).
+    pub fn remove_trash(&mut self) -> Result<(), JournalError> {
+        for name in self.take_trash() {
+            self.storage
+                .remove(&name)
+                .map_err(|error| JournalError::Io {
+                    what: "remove",
+                    file: name,
+                    error,
+                })?;
+        }
+        Ok(())
+    }
+
     pub fn describe_segments(&self) -> String {
         format!(
             "live {:?} active {:?} ready {:?} free {:?} durable {} next {}",

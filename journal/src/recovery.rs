@@ -114,6 +114,8 @@ pub(crate) struct Recovered {
     pub free: Vec<String>,
     /// Files to set aside as `*.corrupt` (tolerant mode).
     pub corrupt: Vec<String>,
+    /// Trimmed segments set aside for deletion (`*.trash`) that were not deleted yet.
+    pub trash: Vec<String>,
     pub next_lsn: Lsn,
     pub next_segment_id: u64,
     pub next_generation: u64,
@@ -148,8 +150,17 @@ pub(crate) fn recover<S: Storage>(
         .map_err(io_err("list", "journal directory"))?;
     let mut live_ids = Vec::new();
     let mut free = Vec::new();
+    let mut trash = Vec::new();
     let mut max_id = 0u64;
     for name in names {
+        if let Some(stem) = name.strip_suffix(".trash") {
+            // Its id stays taken: a new segment must not reuse it while the file exists.
+            if let Ok(id) = u64::from_str_radix(stem, 16) {
+                max_id = max_id.max(id);
+            }
+            trash.push(name);
+            continue;
+        }
         match parse_file_name(&name) {
             Some((id, false)) => {
                 live_ids.push(id);
@@ -389,6 +400,7 @@ pub(crate) fn recover<S: Storage>(
         seal,
         free,
         corrupt,
+        trash,
         next_lsn,
         next_segment_id: max_id + 1,
         next_generation: max_generation + 1,

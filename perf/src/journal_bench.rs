@@ -127,8 +127,19 @@ fn run_in(
         args.segment_mb,
         opened.elapsed().as_secs_f64() * 1e3
     );
-    let outcome = drive(&mut journal, args, duration, warmup)?;
+    // Trimmed files are deleted on a thread of their own, as the bookie does: an unlink of a
+    // large file must not sit in the writers' loop.
+    let (trash_tx, trash_rx) = std::sync::mpsc::channel::<String>();
+    let trash_dir = dir.to_path_buf();
+    let deleter = std::thread::spawn(move || {
+        for name in trash_rx {
+            let _ = std::fs::remove_file(trash_dir.join(name));
+        }
+    });
+    let outcome = drive(&mut journal, args, duration, &trash_tx, warmup)?;
     journal.flush()?;
+    drop(trash_tx);
+    let _ = deleter.join();
     print_and_report(args, dir, driver, &config, &outcome)
 }
 
@@ -138,6 +149,7 @@ fn drive<S: Storage>(
     journal: &mut Journal<S>,
     args: &JournalArgs,
     duration: Duration,
+    trash: &std::sync::mpsc::Sender<String>,
     warmup: Duration,
 ) -> Result<Outcome, Box<dyn std::error::Error>> {
     let mut payload = vec![0u8; args.entry_size];
@@ -207,6 +219,9 @@ fn drive<S: Storage>(
         if done.saturating_sub(last_trim_us) >= 20_000 {
             last_trim_us = done;
             journal.trim(Lsn(durable.0 + 1))?;
+            for name in journal.take_trash() {
+                let _ = trash.send(name);
+            }
         }
     }
     let elapsed = Duration::from_micros(now_us().saturating_sub(measure_from));

@@ -52,6 +52,21 @@ fn cpu_times() -> Option<CpuTimes> {
     })
 }
 
+/// CPUs of the machine (`cpuN` lines of `/proc/stat`), whatever this process's affinity: the
+/// busy and steal shares are of all of them.
+fn machine_cpus() -> usize {
+    std::fs::read_to_string("/proc/stat")
+        .map(|s| {
+            s.lines()
+                .filter(|l| {
+                    l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit)
+                })
+                .count()
+        })
+        .unwrap_or(0)
+        .max(1)
+}
+
 /// A running probe.
 pub struct StallProbe {
     stop: Arc<AtomicBool>,
@@ -116,7 +131,7 @@ impl StallProbe {
             window_s,
             busy_pct,
             steal_pct,
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpus: machine_cpus(),
             oversleep,
         })
     }
