@@ -409,8 +409,14 @@ fn stalls_html(s: &Value) -> String {
     format!(
         "<p>Machine over the window: CPU busy {}%, stolen by the hypervisor {}%; 1 ms sleeps woke \
          late by p99 {} us, p99.9 {} us, max {} us ({} stalls over 5 ms, each holding client and \
-         bookie alike).</p>",
-        s["busy_pct"], s["steal_pct"], o["p99"], o["p99_9"], o["max"], s["stalls_over_5ms"]
+         bookie alike); TCP retransmission timeouts (200 ms or more each): {}.</p>",
+        s["busy_pct"],
+        s["steal_pct"],
+        o["p99"],
+        o["p99_9"],
+        o["max"],
+        s["stalls_over_5ms"],
+        s["tcp_timeouts"]
     )
 }
 

@@ -12,7 +12,9 @@
 //! tail is attributed to the machine when the machine owns it.
 //!
 //! The probe is one thread sleeping 1 ms in a loop and recording how late each wake-up is
-//! (oversleep, HDR histogram). `/proc/stat` before and after gives busy and steal time.
+//! (oversleep, HDR histogram). `/proc/stat` before and after gives busy and steal time, and
+//! the kernel's TCP counters (`/proc/net/snmp`, `/proc/net/netstat`) the retransmissions and
+//! retransmission timeouts: a timeout costs at least 200 ms, a delay no bookie stage shows.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -67,11 +69,39 @@ fn machine_cpus() -> usize {
         .max(1)
 }
 
+/// Machine-wide TCP counters: segments retransmitted, retransmission timeouts, loss probes.
+#[derive(Clone, Copy, Debug, Default)]
+struct TcpCounters {
+    retrans: u64,
+    timeouts: u64,
+    loss_probes: u64,
+}
+
+/// The value of `field` in the two-line `prefix` table of a `/proc/net` file.
+fn proc_net_field(text: &str, prefix: &str, field: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
+    let names = lines.next()?;
+    let values = lines.next()?;
+    let i = names.split_whitespace().position(|n| n == field)?;
+    values.split_whitespace().nth(i)?.parse().ok()
+}
+
+fn tcp_counters() -> Option<TcpCounters> {
+    let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
+    let netstat = std::fs::read_to_string("/proc/net/netstat").ok()?;
+    Some(TcpCounters {
+        retrans: proc_net_field(&snmp, "Tcp:", "RetransSegs")?,
+        timeouts: proc_net_field(&netstat, "TcpExt:", "TCPTimeouts").unwrap_or(0),
+        loss_probes: proc_net_field(&netstat, "TcpExt:", "TCPLossProbes").unwrap_or(0),
+    })
+}
+
 /// A running probe.
 pub struct StallProbe {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<Histogram<u64>>>,
     before: Option<CpuTimes>,
+    tcp_before: Option<TcpCounters>,
     started: Instant,
 }
 
@@ -85,6 +115,8 @@ pub struct Stalls {
     pub cpus: usize,
     /// How late 1 ms sleeps woke up, in microseconds.
     pub oversleep: Histogram<u64>,
+    /// TCP over the window, machine-wide: (retransmitted segments, timeouts, loss probes).
+    pub tcp: Option<(u64, u64, u64)>,
 }
 
 impl StallProbe {
@@ -109,6 +141,7 @@ impl StallProbe {
             stop,
             thread,
             before: cpu_times(),
+            tcp_before: tcp_counters(),
             started: Instant::now(),
         }
     }
@@ -127,12 +160,21 @@ impl StallProbe {
             }
             _ => (None, None),
         };
+        let tcp = match (self.tcp_before, tcp_counters()) {
+            (Some(a), Some(b)) => Some((
+                b.retrans.saturating_sub(a.retrans),
+                b.timeouts.saturating_sub(a.timeouts),
+                b.loss_probes.saturating_sub(a.loss_probes),
+            )),
+            _ => None,
+        };
         Some(Stalls {
             window_s,
             busy_pct,
             steal_pct,
             cpus: machine_cpus(),
             oversleep,
+            tcp,
         })
     }
 }
@@ -156,10 +198,17 @@ impl Stalls {
     pub fn render(&self) -> String {
         let pct = |v: Option<f64>| v.map_or("?".to_string(), |v| format!("{v:.1}%"));
         let ms = |q: f64| self.oversleep.value_at_quantile(q) as f64 / 1000.0;
+        let tcp = match self.tcp {
+            Some((r, t, p)) => format!(
+                "; TCP: {r} segments retransmitted, {t} retransmission timeouts (≥ 200 ms \
+                 each), {p} loss probes"
+            ),
+            None => String::new(),
+        };
         format!(
             "machine over the window ({:.0} s, {} CPUs): busy {}, stolen by the hypervisor {}; \
              1 ms sleeps woke late by p50 {:.2} ms, p99 {:.1} ms, p99.9 {:.1} ms, max {:.1} ms \
-             ({} stalls over {} ms: a stall holds every thread, client and bookie alike)",
+             ({} stalls over {} ms: a stall holds every thread, client and bookie alike){tcp}",
             self.window_s,
             self.cpus,
             pct(self.busy_pct),
@@ -186,6 +235,9 @@ impl Stalls {
                 "p50": q(0.5), "p99": q(0.99), "p99_9": q(0.999), "max": self.oversleep.max(),
             },
             "stalls_over_5ms": self.stalls(),
+            "tcp_retransmitted_segments": self.tcp.map(|t| t.0),
+            "tcp_timeouts": self.tcp.map(|t| t.1),
+            "tcp_loss_probes": self.tcp.map(|t| t.2),
         })
     }
 }
@@ -193,6 +245,14 @@ impl Stalls {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_proc_net_tables() {
+        let t = "Tcp: RtoAlgorithm RetransSegs InErrs\nTcp: 1 42 0\n";
+        assert_eq!(proc_net_field(t, "Tcp:", "RetransSegs"), Some(42));
+        assert_eq!(proc_net_field(t, "Tcp:", "Nope"), None);
+        assert!(tcp_counters().is_some(), "this machine has /proc/net/snmp");
+    }
 
     #[test]
     fn reads_proc_stat() {
@@ -212,11 +272,14 @@ mod tests {
             steal_pct: Some(2.0),
             cpus: 2,
             oversleep,
+            tcp: Some((3, 1, 7)),
         };
         assert_eq!(s.stalls(), 2);
         let text = s.render();
         assert!(text.contains("2 stalls over 5 ms"), "{text}");
         assert_eq!(s.to_json()["stalls_over_5ms"], 2);
+        assert!(text.contains("1 retransmission timeouts"), "{text}");
+        assert_eq!(s.to_json()["tcp_timeouts"], 1);
     }
 
     #[test]
