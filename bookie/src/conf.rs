@@ -188,6 +188,7 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
     let mut applied = Applied::default();
     let mut lwm_set = false;
     let mut prealloc_bytes = None;
+    let mut read_threads = None;
     for p in props {
         let v = Value(p);
         let c = &mut *config;
@@ -287,6 +288,7 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             }
             "closeChannelOnResponseTimeout" => c.close_on_response_timeout = v.boolean()?,
             "maxPendingReadRequestsPerThread" => c.read_queue = v.parse_range(1, 1 << 24)? as usize,
+            "numReadWorkerThreads" => read_threads = Some(v.parse_range(0, 4096)? as usize),
             "dbStorage_writeCacheMaxSizeMb" => {
                 applied.write_cache_total_bytes = Some((v.parse_range(1, 1 << 24)? as usize) << 20)
             }
@@ -313,6 +315,11 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
     }
     if !lwm_set {
         config.disk.lwm_threshold = config.disk.usage_threshold;
+    }
+    if let Some(n) = read_threads {
+        // Java's count is for the whole bookie (0: reads on the network threads); ours are per
+        // shard, each with its own ring, at least one.
+        config.read_threads_per_shard = n.div_ceil(config.shard_count().max(1)).max(1);
     }
     if let Some(bytes) = prealloc_bytes {
         // Java grows its journal file in steps of this size; ours are whole pre-written
@@ -641,6 +648,19 @@ mod tests {
         assert_eq!(c.journal.preallocate_segments, 0);
         let err = conf("journalRecoveryMode=sometimes\n").unwrap_err();
         assert!(err.contains("journalRecoveryMode"), "{err}");
+    }
+
+    #[test]
+    fn read_worker_threads_are_shared_among_shards() {
+        let shards = BookieConfig::default().shard_count();
+        let (c, _) = conf("numReadWorkerThreads=8\n").unwrap();
+        assert_eq!(c.read_threads_per_shard, 8usize.div_ceil(shards));
+        // Java's 0 (reads on the network threads) still gets one reader per shard.
+        let (c, _) = conf("numReadWorkerThreads=0\n").unwrap();
+        assert_eq!(c.read_threads_per_shard, 1);
+        let (c, _) = conf("").unwrap();
+        assert_eq!(c.read_threads_per_shard, 1, "adds first by default");
+        assert!(conf("numReadWorkerThreads=lots\n").is_err());
     }
 
     #[test]

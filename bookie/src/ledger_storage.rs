@@ -32,7 +32,7 @@ use crate::paced::Paced;
 /// A shard's handles on its ledger-storage threads.
 pub struct LedgerStorageLink {
     pub flush_jobs: std_mpsc::Sender<FlushJob>,
-    pub read_jobs: std_mpsc::SyncSender<ReadJob>,
+    pub read_jobs: crossbeam_channel::Sender<ReadJob>,
     pub view: Arc<ReadView>,
     /// Set by the shard while its write cache is more than half full: the flush runs unpaced.
     pub cache_pressure: Arc<std::sync::atomic::AtomicBool>,
@@ -174,35 +174,48 @@ pub fn start(
         .recv()
         .map_err(|_| "the flush thread died while opening the store".to_string())??;
 
-    let (read_tx, read_rx) = std_mpsc::sync_channel::<ReadJob>(read_queue);
-    std::thread::Builder::new()
-        .name(format!("read-{shard}"))
-        .spawn(move || {
-            lower_priority(READ_NICE);
-            let storage = match storage::open_dir(&dir, 64, force_psync) {
-                Ok(s) => s,
-                Err(e) => {
-                    log::error!(
-                        "reader of {}: {e}; cache-miss reads will fail",
-                        dir.display()
-                    );
-                    for job in read_rx {
-                        reply(
-                            &peers,
-                            job.origin,
-                            job.conn_id,
-                            job.header,
-                            error_reply(&job.read, StatusCode::EIO),
-                            job.timing,
+    // Several readers share the shard's queue, each with its own ring and blocking reads, so
+    // that many cache-miss reads are in flight at once; each keeps its share of the index
+    // block cache.
+    let readers = bookie.read_threads_per_shard.max(1);
+    let (read_tx, read_rx) = crossbeam_channel::bounded::<ReadJob>(read_queue);
+    let mut reader_config = config.clone();
+    reader_config.index_block_cache_bytes = (config.index_block_cache_bytes / readers).max(1 << 20);
+    for r in 0..readers {
+        let dir = dir.clone();
+        let peers = peers.clone();
+        let read_rx = read_rx.clone();
+        let reader_config = reader_config.clone();
+        let deferred_max = read_queue.div_ceil(readers);
+        std::thread::Builder::new()
+            .name(format!("read-{shard}-{r}"))
+            .spawn(move || {
+                lower_priority(READ_NICE);
+                let storage = match storage::open_dir(&dir, 64, force_psync) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        log::error!(
+                            "reader of {}: {e}; cache-miss reads will fail",
+                            dir.display()
                         );
+                        for job in read_rx {
+                            reply(
+                                &peers,
+                                job.origin,
+                                job.conn_id,
+                                job.header,
+                                error_reply(&job.read, StatusCode::EIO),
+                                job.timing,
+                            );
+                        }
+                        return;
                     }
-                    return;
-                }
-            };
-            let mut reader = Reader::new(storage, &config);
-            serve_reads(&mut reader, &read_rx, &peers, read_queue);
-        })
-        .map_err(|e| format!("cannot start the reader thread: {e}"))?;
+                };
+                let mut reader = Reader::new(storage, &reader_config);
+                serve_reads(&mut reader, &read_rx, &peers, deferred_max);
+            })
+            .map_err(|e| format!("cannot start a reader thread: {e}"))?;
+    }
     Ok((
         LedgerStorageLink {
             flush_jobs: jobs_tx,
@@ -216,12 +229,14 @@ pub fn start(
     ))
 }
 
-/// The reader thread's loop: cache-miss reads in arrival order, except that a read for a
+/// A reader thread's loop: cache-miss reads in arrival order (among the reads this reader
+/// took from the shared queue: readers run side by side, so replies of one connection may
+/// overtake each other, as with a Java bookie's read thread pool), except that a read for a
 /// connection over its reply budget waits (deferred, without blocking the others) until the
 /// connection drains, and a read for a closed connection is skipped.
 fn serve_reads(
     reader: &mut Reader<RealStorage>,
-    jobs: &std_mpsc::Receiver<ReadJob>,
+    jobs: &crossbeam_channel::Receiver<ReadJob>,
     peers: &[ShardHandle],
     max_deferred: usize,
 ) {
@@ -245,7 +260,7 @@ fn serve_reads(
             continue;
         } else {
             jobs.recv_timeout(Duration::from_millis(1))
-                .map_err(|e| e == std_mpsc::RecvTimeoutError::Disconnected)
+                .map_err(|e| e == crossbeam_channel::RecvTimeoutError::Disconnected)
         };
         let job = match next {
             Ok(job) => job,

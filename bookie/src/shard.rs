@@ -657,8 +657,8 @@ impl Shard {
         if let Err(err) = self.store.read_jobs.try_send(job) {
             self.stats.rejected_busy += 1;
             let job = match err {
-                std::sync::mpsc::TrySendError::Full(j)
-                | std::sync::mpsc::TrySendError::Disconnected(j) => j,
+                crossbeam_channel::TrySendError::Full(j)
+                | crossbeam_channel::TrySendError::Disconnected(j) => j,
             };
             let reply = ledger_storage::error_reply(&job.read, StatusCode::ETOOMANYREQUESTS);
             self.respond(to, reply);

@@ -163,6 +163,16 @@ pub struct ReadSideArgs {
     /// Do not check the digest and ids of entries read.
     #[arg(long)]
     pub no_verify: bool,
+    /// Read from ledger storage, not the write cache: after the preload and before the clock
+    /// starts, ask the bookie to flush (`PUT /api/v1/bookie/gc`, which flushes ours first)
+    /// and wait until its /metrics shows `bookie_write_cache_size` 0; a bookie whose metrics
+    /// do not show it is given --cold-wait instead. The report says which happened.
+    #[arg(long)]
+    pub cold: bool,
+    /// How long --cold waits for a bookie whose write cache cannot be watched (a Java bookie
+    /// flushes every `flushInterval`, 60 s by default) and at most for one that can.
+    #[arg(long, default_value = "65s")]
+    pub cold_wait: String,
 }
 
 /// `bkperf write`.
@@ -284,6 +294,8 @@ pub struct Plan {
     pub common: CommonArgs,
     pub config: EngineConfig,
     pub entry_size: String,
+    /// `--cold`: the longest wait for the preloaded entries to leave the write cache.
+    pub cold: Option<Duration>,
 }
 
 impl Plan {
@@ -347,8 +359,13 @@ impl Plan {
         if config.duration.is_zero() {
             return Err("--duration must be more than 0".into());
         }
+        let cold = match read {
+            Some(r) if r.cold => Some(parse_duration(&r.cold_wait)?),
+            _ => None,
+        };
         Ok(Plan {
             kind,
+            cold,
             common: common.clone(),
             config,
             entry_size: write.map_or_else(
@@ -398,6 +415,8 @@ pub struct Outcome {
     pub stages_error: Option<String>,
     /// What the machine did meanwhile (busy, stolen time, late wake-ups).
     pub stalls: Option<crate::stalls::Stalls>,
+    /// `--cold`: how the preloaded entries were made to leave the write cache.
+    pub read_mode: Option<String>,
 }
 
 /// What is known about a bookie child we ran.
@@ -440,11 +459,24 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
     let cpu_before = child.map_or(0.0, |c| c.cpu_since_ready_s());
     let mut before = None;
     let mut probe = None;
-    let result = engine::run_observed(&plan.config, &mut || {
-        before = Some(stages::snapshot(http));
-        probe = Some(crate::stalls::StallProbe::start());
-    })
+    let mut read_mode = None;
+    let cold = plan.cold;
+    let result = engine::run_observed(
+        &plan.config,
+        &mut || {
+            if let Some(wait) = cold {
+                read_mode = Some(crate::cold::make_cold(http, wait));
+            }
+        },
+        &mut || {
+            before = Some(stages::snapshot(http));
+            probe = Some(crate::stalls::StallProbe::start());
+        },
+    )
     .map_err(|e| e.to_string())?;
+    if let Some(mode) = &read_mode {
+        println!("read mode: {mode}");
+    }
     let stalls = probe.and_then(|p| p.finish());
     let (stages, stages_error) = stage_breakdown(http, before, &result.engine_threads);
     let bookie = child.map(|c| BookieFacts {
@@ -476,6 +508,7 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
         stages,
         stages_error,
         stalls,
+        read_mode,
     })
 }
 
@@ -801,6 +834,17 @@ pub fn report(plan: &Plan, o: &Outcome) -> Value {
     }
     if let Some(s) = &o.stalls {
         b = b.section("machine_stalls", s.to_json());
+    }
+    if plan.config.read.is_some() {
+        b = b.section(
+            "read_mode",
+            json!({
+                "cold": plan.cold.is_some(),
+                "how": o.read_mode.clone().unwrap_or_else(|| {
+                    "warm: read as preloaded (entries may still be in the write cache)".into()
+                }),
+            }),
+        );
     }
     let data_dir = o.bookie.as_ref().map(|b| b.data_dir.clone());
     let machine = MachineInfo::gather(Some(data_dir.as_deref().unwrap_or(Path::new("."))));

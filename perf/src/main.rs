@@ -22,6 +22,7 @@
 
 mod bench;
 mod bookie_proc;
+mod cold;
 mod compare;
 mod engine;
 mod entry;

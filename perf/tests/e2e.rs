@@ -470,3 +470,48 @@ fn stage_breakdown_from_a_real_bookie() {
     assert!(out.status.success());
     assert!(read_json(&json).get("stages").is_none());
 }
+
+/// `bkperf read --cold` against a real bookie: the preloaded entries leave the write cache
+/// before the clock starts (the bookie flushes on request and its gauge reads 0), the report
+/// says so, and the reads come from disk (the bookie's cache-miss stage counts them).
+#[test]
+fn cold_reads_come_from_ledger_storage() {
+    let _serial = serial();
+    let Some(bookie) = bookie_binary() else {
+        return;
+    };
+    let json = tmp("cold.json");
+    let out = bkperf(&[
+        "read",
+        "--bookie-bin",
+        bookie.to_str().expect("utf-8"),
+        "--pattern",
+        "sequential",
+        "--preload",
+        "2000",
+        "--cold",
+        "--cold-wait",
+        "30s",
+        "--warmup",
+        "200ms",
+        "--duration",
+        "1s",
+        "--json",
+        json.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success());
+    let r = read_json(&json);
+    assert_eq!(r["read_mode"]["cold"], true, "{}", r["read_mode"]);
+    let how = r["read_mode"]["how"].as_str().expect("how");
+    assert!(how.contains("bookie_write_cache_size 0"), "{how}");
+    let misses = r["stages"]["stages"]
+        .as_array()
+        .expect("stage rows")
+        .iter()
+        .find(|x| x["stage"] == "cache_miss_read")
+        .and_then(|x| x["count"].as_u64())
+        .unwrap_or(0);
+    let ok = r["results"]["ops_ok"].as_u64().expect("ops_ok");
+    assert!(ok > 0);
+    assert!(misses * 10 >= ok * 9, "{misses} disk reads for {ok} reads");
+}

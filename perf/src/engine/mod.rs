@@ -253,17 +253,21 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Connects, preloads, runs the measured window on `config.threads` threads, merges.
 #[cfg(test)]
 pub fn run(config: &EngineConfig) -> Result<RunResult, BoxError> {
-    run_observed(config, &mut || {})
+    run_observed(config, &mut || {}, &mut || {})
 }
 
-/// [`run`], calling `window_starts` on the calling thread when the warm-up ends and the
-/// measured window begins (to take the bookie's metrics then).
+/// [`run`], calling `preloaded` on the calling thread once every thread has preloaded and
+/// before any clock starts (`--cold` makes the bookie flush then), and `window_starts` when the
+/// warm-up ends and the measured window begins (to take the bookie's metrics then).
 pub fn run_observed(
     config: &EngineConfig,
+    preloaded: &mut dyn FnMut(),
     window_starts: &mut dyn FnMut(),
 ) -> Result<RunResult, BoxError> {
     validate(config)?;
     let threads = config.threads.max(1).min(config.ledgers.max(1));
+    // Every thread has preloaded (or failed to).
+    let loaded = Arc::new(Barrier::new(threads + 1));
     // The engine threads and this one: all start their clocks together.
     let barrier = Arc::new(Barrier::new(threads + 1));
     let cpu_before = process_cpu_s();
@@ -271,6 +275,7 @@ pub fn run_observed(
     for t in 0..threads {
         let config = config.clone();
         let barrier = barrier.clone();
+        let loaded = loaded.clone();
         handles.push(
             std::thread::Builder::new()
                 .name(format!("bkperf-{t}"))
@@ -281,6 +286,7 @@ pub fn run_observed(
                             engine = Err(err.to_string());
                         }
                     }
+                    loaded.wait();
                     barrier.wait();
                     let mut engine = engine?;
                     engine.measure().map_err(|e| e.to_string())?;
@@ -289,6 +295,8 @@ pub fn run_observed(
                 })?,
         );
     }
+    loaded.wait();
+    preloaded();
     barrier.wait();
     std::thread::sleep(config.warmup);
     window_starts();
