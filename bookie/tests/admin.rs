@@ -282,7 +282,7 @@ fn every_add_is_counted_in_every_stage() {
         assert_eq!(count(&metrics, stage), 40.0, "stage {stage}");
     }
     assert!(count(&metrics, "cross_shard_queue") <= 40.0);
-    for thread in ["shard-0", "shard-1", "flush-0", "read-1"] {
+    for thread in ["shard-0", "shard-1", "flush-0", "read-1-0"] {
         for series in [
             "bookie_rs_thread_cpu_seconds_total",
             "bookie_rs_thread_runqueue_wait_seconds_total",
