@@ -1068,10 +1068,9 @@ impl<S: Storage> Journal<S> {
     /// journal's own writes, at once when the journal is idle or about to run out of room, and
     /// the final sync as soon as the file is filled.
     fn resume_zero_fill(&mut self) {
-        let Prep::ZeroPaused { next, .. } = &self.prep else {
+        let Prep::ZeroPaused { next: from, .. } = self.prep else {
             return;
         };
-        let from = *next;
         let size = self.config.segment_size_bytes;
         let chunk = (size.saturating_sub(from)).min(self.config.zero_fill_chunk_bytes as u64);
         if from < size {
@@ -1085,13 +1084,9 @@ impl<S: Storage> Journal<S> {
             }
             self.zero_credit = self.zero_credit.saturating_sub(chunk);
         }
-        let Prep::ZeroPaused {
-            seg,
-            free_name,
-            next: from,
-        } = std::mem::replace(&mut self.prep, Prep::Idle)
+        let Prep::ZeroPaused { seg, free_name, .. } = std::mem::replace(&mut self.prep, Prep::Idle)
         else {
-            unreachable!("checked above");
+            return;
         };
         let result = if from < size {
             let mut buf = self.zero_buf.take().expect("zero buffer");

@@ -677,13 +677,32 @@ impl Breakdown {
 
 /// `GET /metrics` over plain HTTP/1.0; the body.
 pub fn fetch_metrics(addr: SocketAddr) -> Result<String, String> {
-    let fail = |e: std::io::Error| format!("GET http://{addr}/metrics: {e}");
+    http(addr, "GET", "/metrics", None)
+}
+
+/// One plain HTTP/1.0 request to a bookie's admin port (`body`: a JSON body); the response
+/// body of a 200, an error naming the request otherwise.
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> Result<String, String> {
+    let what = format!("{method} http://{addr}{path}");
+    let fail = |e: std::io::Error| format!("{what}: {e}");
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).map_err(fail)?;
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .map_err(fail)?;
+    let payload = match body {
+        Some(b) => format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
+            b.len()
+        ),
+        None => "Accept: text/plain\r\n\r\n".to_string(),
+    };
     write!(
         s,
-        "GET /metrics HTTP/1.0\r\nHost: {addr}\r\nAccept: text/plain\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n{payload}"
     )
     .map_err(fail)?;
     let mut raw = Vec::new();
@@ -691,10 +710,10 @@ pub fn fetch_metrics(addr: SocketAddr) -> Result<String, String> {
     let text = String::from_utf8_lossy(&raw);
     let (head, body) = text
         .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("GET http://{addr}/metrics: no HTTP header"))?;
+        .ok_or_else(|| format!("{what}: no HTTP header"))?;
     let status = head.split_whitespace().nth(1).unwrap_or("?");
     if status != "200" {
-        return Err(format!("GET http://{addr}/metrics: HTTP {status}"));
+        return Err(format!("{what}: HTTP {status}"));
     }
     let chunked = head.lines().any(|l| {
         let l = l.to_ascii_lowercase();
