@@ -28,6 +28,7 @@ use crate::ledger::{DiskRead, LedgerTable};
 use crate::mailbox::{FlushJob, ReadJob, RemoteReply, ShardHandle, StoreEvent};
 use crate::metrics::Metrics;
 use crate::paced::Paced;
+use crate::reclaim::Reclaimer;
 
 /// A shard's handles on its ledger-storage threads.
 pub struct LedgerStorageLink {
@@ -39,6 +40,8 @@ pub struct LedgerStorageLink {
     /// Set by the shard at each freeze: the pace of that flush's writes, bytes per second
     /// (`paced`: twice the rate the frozen bytes came in, within the configured ceiling).
     pub flush_rate: Arc<AtomicU64>,
+    /// Deletes trash (retired segments, trimmed journal files) gradually.
+    pub reclaim: Reclaimer,
 }
 
 /// Starts the flusher (which opens the store) and the reader for one shard. Returns the link,
@@ -48,7 +51,7 @@ pub fn start(
     dir: PathBuf,
     bookie: &BookieConfig,
     peers: Arc<Vec<ShardHandle>>,
-    metrics: Arc<Metrics>,
+    (metrics, reclaim): (Arc<Metrics>, Reclaimer),
 ) -> Result<
     (
         LedgerStorageLink,
@@ -74,6 +77,7 @@ pub fn start(
     let (jobs_tx, jobs_rx) = std_mpsc::channel::<FlushJob>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let flush_dir = dir.clone();
+    let thread_reclaim = reclaim.clone();
     let flush_config = config.clone();
     std::thread::Builder::new()
         .name(format!("flush-{shard}"))
@@ -100,6 +104,10 @@ pub fn start(
             };
             let mut gc = GcRunner::new(shard, gc.0, gc.1);
             loop {
+                let trash = store.take_trash();
+                if !trash.is_empty() {
+                    thread_reclaim.delete(trash.iter().map(|n| flush_dir.join(n)));
+                }
                 // Flush jobs first; a compaction in progress steps when none waits.
                 // Files retired by GC go once no reader's view holds them: look again soon.
                 let wait = if gc.active() {
@@ -134,16 +142,6 @@ pub fn start(
                     // Freed here: dropping a flushed cache's entries is work for this thread.
                     Some(FlushJob::Dispose(entries)) => {
                         drop(entries);
-                        continue;
-                    }
-                    Some(FlushJob::RemoveFiles(paths)) => {
-                        for path in paths {
-                            if let Err(e) = std::fs::remove_file(&path) {
-                                if e.kind() != std::io::ErrorKind::NotFound {
-                                    log::warn!("cannot delete {}: {e}", path.display());
-                                }
-                            }
-                        }
                         continue;
                     }
                     Some(FlushJob::Gc(req)) => {
@@ -223,6 +221,7 @@ pub fn start(
             view,
             cache_pressure,
             flush_rate,
+            reclaim,
         },
         recovered,
         done_rx,

@@ -114,9 +114,6 @@ pub enum FlushJob {
     Dispose(FrozenEntries),
     /// Collect garbage (after the flush that persisted the latest deletions).
     Gc(GcRequest),
-    /// Delete trimmed journal files: unlinking a large file can take tens of milliseconds,
-    /// which the shard's loop must not spend.
-    RemoveFiles(Vec<std::path::PathBuf>),
 }
 
 /// A cache-miss read and where its reply goes.

@@ -30,6 +30,7 @@ mod metrics;
 mod paced;
 mod ratelimit;
 mod readonly;
+mod reclaim;
 mod record;
 mod server;
 mod shard;

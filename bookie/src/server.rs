@@ -35,6 +35,7 @@ use crate::mailbox::{AdminQuery, ShardHandle, ShardInbox};
 use crate::metrics::Metrics;
 use crate::ratelimit::LogLimiter;
 use crate::readonly::{spawn_disk_checker, BookieState};
+use crate::reclaim::Reclaimer;
 use crate::shard::{EventFd, Shard, SHARD};
 
 /// Runs the bookie until a signal stops it. The error carries the process exit code (1, or 4
@@ -109,6 +110,8 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         &[&config.ledger_dir, &config.journal_dir],
     ));
     let metrics = Arc::new(Metrics::new(shards));
+    let reclaim =
+        Reclaimer::start().map_err(|e| format!("cannot start the reclaim thread: {e}"))?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let (ready_tx, ready_rx) = std_mpsc::channel::<Result<usize, String>>();
     let (listen_tx, listen_rx) = watch::channel(false);
@@ -122,7 +125,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             ready_tx.clone(),
             accepted.clone(),
         );
-        let shared = (state.clone(), metrics.clone());
+        let shared = (state.clone(), metrics.clone(), reclaim.clone());
         let thread = std::thread::Builder::new()
             .name(format!("shard-{id}"))
             .spawn(move || {
@@ -337,7 +340,7 @@ fn shard_main(
     (mut stop, mut listen): (watch::Receiver<bool>, watch::Receiver<bool>),
     ready: std_mpsc::Sender<Result<usize, String>>,
     accepted: Arc<AtomicUsize>,
-    (state, metrics): (Arc<BookieState>, Arc<Metrics>),
+    (state, metrics, reclaim): (Arc<BookieState>, Arc<Metrics>, Reclaimer),
 ) {
     if config.pin_threads {
         pin_to_core(id);
@@ -354,7 +357,7 @@ fn shard_main(
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let (shard, mut flush_done) = match Shard::open(id, &config, peers.clone(), state, metrics)
+        let (shard, mut flush_done) = match Shard::open(id, &config, peers.clone(), state, (metrics, reclaim))
         {
             Ok((s, done)) => (Rc::new(RefCell::new(s)), done),
             Err(e) => {

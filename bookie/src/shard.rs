@@ -33,6 +33,7 @@ use crate::mailbox::{
 };
 use crate::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
 use crate::readonly::BookieState;
+use crate::reclaim::Reclaimer;
 use crate::record::{JournalRecord, HEADER_MAX};
 
 /// Which shard owns `ledger`.
@@ -202,7 +203,7 @@ impl Shard {
         config: &BookieConfig,
         peers: Arc<Vec<ShardHandle>>,
         state: Arc<BookieState>,
-        metrics: Arc<Metrics>,
+        (metrics, reclaim): (Arc<Metrics>, Reclaimer),
     ) -> Result<(Shard, mpsc::UnboundedReceiver<StoreEvent>), String> {
         let journal_dir = config.journal_dir.join(format!("shard-{id}"));
         let ledger_dir = config.ledger_dir.join(format!("shard-{id}"));
@@ -227,7 +228,7 @@ impl Shard {
             ledger_dir.clone(),
             config,
             peers.clone(),
-            metrics.clone(),
+            (metrics.clone(), reclaim),
         )?;
         let mark = recovered.journal_mark;
         let mut table = LedgerTable::new(config.write_cache_bytes);
@@ -738,10 +739,9 @@ impl Shard {
                     self.set_failed("journal trim failed");
                 }
                 let trash = self.journal.take_trash();
-                if !trash.is_empty() {
-                    let paths = trash.iter().map(|n| self.journal_dir.join(n)).collect();
-                    let _ = self.store.flush_jobs.send(FlushJob::RemoveFiles(paths));
-                }
+                self.store
+                    .reclaim
+                    .delete(trash.iter().map(|n| self.journal_dir.join(n)));
             }
             StoreEvent::Failed(err) => {
                 self.flushing = false;

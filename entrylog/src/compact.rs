@@ -96,7 +96,7 @@ pub struct Compaction {
     /// Live records of the victims, in (segment, offset) order.
     records: Vec<IndexRecord>,
     next: usize,
-    /// New segments, written and synced up to their lengths.
+    /// New segments, written up to their lengths (synced by the commit).
     outputs: Vec<SegmentRef>,
     relocated: Vec<IndexRecord>,
     stats: CompactionStats,
@@ -291,7 +291,7 @@ impl<S: Storage> LedgerStore<S> {
     }
 
     /// Copies live entries of `c` (at least one, then until `budget_bytes` of entry bodies),
-    /// synced, and commits once everything is copied. On an error, call
+    /// unsynced, and commits once everything is copied (syncing the copies first). On an error, call
     /// [`abort_compaction`](Self::abort_compaction) (the store stays usable unless it stopped).
     pub fn compact_step(
         &mut self,
@@ -381,7 +381,7 @@ impl<S: Storage> LedgerStore<S> {
             if !seg.is_empty() && seg.pos() + need > limit {
                 c.stats.bytes_written += seg.bytes_written();
                 let id = seg.id;
-                let end = seg.finish(&mut self.storage)?;
+                let end = seg.finish_unsynced(&mut self.storage)?;
                 set_len(&mut c.outputs, id, end);
                 seg = self.new_output(c)?;
             }
@@ -395,7 +395,7 @@ impl<S: Storage> LedgerStore<S> {
         }
         c.stats.bytes_written += seg.bytes_written();
         let id = seg.id;
-        let end = seg.finish(&mut self.storage)?;
+        let end = seg.finish_unsynced(&mut self.storage)?;
         set_len(&mut c.outputs, id, end);
         Ok(())
     }
@@ -415,6 +415,11 @@ impl<S: Storage> LedgerStore<S> {
     }
 
     fn commit_compaction(&mut self, c: &mut Compaction) -> Result<(), StoreError> {
+        // The copies become durable here, once per output segment, before anything refers
+        // to them (the steps wrote them unsynced).
+        for s in &c.outputs {
+            segment::sync_segment(&mut self.storage, s.id)?;
+        }
         let runs = self.view.runs().to_vec();
         let Some(pos) = runs.iter().position(|r| r.id == c.base_run) else {
             return Err(StoreError::Config(

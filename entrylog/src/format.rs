@@ -84,6 +84,18 @@ pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
     Some((kind, u64::from_str_radix(stem, 16).ok()?))
 }
 
+/// The name a retired file takes until it is deleted: `<name>.trash`.
+pub fn trash_name(name: &str) -> String {
+    format!("{name}.trash")
+}
+
+/// A retired file's trash name (of a segment, the only kind retired this way).
+pub fn is_trash_name(name: &str) -> bool {
+    name.strip_suffix(".trash")
+        .and_then(parse_file_name)
+        .is_some_and(|(kind, _)| kind == FileKind::Segment)
+}
+
 /// Rounds up to a multiple of `to` (a power of two).
 pub const fn round_up(n: u64, to: u64) -> u64 {
     (n + to - 1) & !(to - 1)

@@ -251,6 +251,19 @@ impl SegmentAppender {
         Ok(end)
     }
 
+    /// Like [`finish`](Self::finish) but without the sync: for a compaction step, whose
+    /// output segments are synced once, before the commit that makes them reachable
+    /// ([`sync_segment`]). Each sync of a growing file costs an ext4 journal commit and a
+    /// device cache flush that every journal commit meanwhile queues behind.
+    pub(crate) fn finish_unsynced<S: Storage>(
+        mut self,
+        storage: &mut S,
+    ) -> Result<u64, StoreError> {
+        let r = self.writer.finish(storage);
+        storage.close(self.file);
+        r.map_err(|e| StoreError::io("write entry log", &self.name, e))
+    }
+
     /// Waits for writes in flight and closes, after an error.
     pub(crate) fn abort<S: Storage>(&mut self, storage: &mut S) {
         self.writer.drain(storage);
@@ -260,6 +273,17 @@ impl SegmentAppender {
     pub(crate) fn bytes_written(&self) -> u64 {
         self.writer.bytes_written
     }
+}
+
+/// Syncs segment `id`'s data (written by [`SegmentAppender::finish_unsynced`]).
+pub(crate) fn sync_segment<S: Storage>(storage: &mut S, id: u64) -> Result<(), StoreError> {
+    let name = file_name(FileKind::Segment, id);
+    let file = storage
+        .open(&name, false)
+        .map_err(|e| StoreError::io("open segment", &name, e))?;
+    let r = io::sync_data(storage, file);
+    storage.close(file);
+    r.map_err(|e| StoreError::io("sync entry log", &name, e))
 }
 
 /// Reads and verifies one entry at `loc` of an open segment file. The entry's header must name

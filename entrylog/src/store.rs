@@ -187,6 +187,8 @@ pub struct LedgerStore<S: Storage> {
     published: Vec<Weak<ReadView>>,
     /// Segments dropped by garbage collection, removed once none of these views is alive.
     retired_segments: Vec<(u64, Vec<Weak<ReadView>>)>,
+    /// Retired segments renamed to `*.trash`, not yet taken by the owner.
+    trash: Vec<String>,
     /// A compaction is in progress (`compact.rs`): index merges wait, so the compaction's run
     /// can be slotted in right after the run it was planned from.
     pub(crate) compacting: bool,
@@ -333,6 +335,7 @@ impl<S: Storage> LedgerStore<S> {
             retired: Vec::new(),
             published: Vec::new(),
             retired_segments: Vec::new(),
+            trash: Vec::new(),
             compacting: false,
             stopped: false,
         };
@@ -352,6 +355,10 @@ impl<S: Storage> LedgerStore<S> {
         let mut removed = 0;
         for n in &names {
             if live.contains(n) {
+                continue;
+            }
+            if is_trash_name(n) {
+                store.trash.push(n.clone());
                 continue;
             }
             if n == MANIFEST_TMP_NAME || parse_file_name(n).is_some() {
@@ -512,15 +519,37 @@ impl<S: Storage> LedgerStore<S> {
                 keep.push((id, holders));
                 continue;
             }
+            // Renamed, not removed: unlinking tens of MiB at once stalls the device for
+            // every journal commit behind it (the owner deletes trash gradually).
             let name = file_name(FileKind::Segment, id);
-            if let Err(e) = self.storage.remove(&name) {
-                if !e.is_not_found() {
-                    log::warn!("ledger storage: cannot remove retired {name}: {e}");
+            let to = trash_name(&name);
+            match self.storage.rename(&name, &to) {
+                Ok(()) => self.trash.push(to),
+                Err(e) if e.is_not_found() => {}
+                Err(e) => {
+                    log::warn!("ledger storage: cannot retire {name}: {e}");
                     keep.push((id, holders));
                 }
             }
         }
         self.retired_segments = keep;
+    }
+
+    /// Retired segments renamed `*.trash` (and trash left by a previous run), for the owner to
+    /// delete at its own pace (the bookie truncates them step by step). Taken once.
+    pub fn take_trash(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.trash)
+    }
+
+    /// Deletes the trash at once (for owners without a gradual deleter: tools, tests).
+    pub fn remove_trash(&mut self) {
+        for name in self.take_trash() {
+            if let Err(e) = self.storage.remove(&name) {
+                if !e.is_not_found() {
+                    log::warn!("ledger storage: cannot remove {name}: {e}");
+                }
+            }
+        }
     }
 
     /// Retired files (index runs and segments) still waiting for readers to let go of them.

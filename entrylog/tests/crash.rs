@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use bytes::Bytes;
-use entrylog::format::{file_name, FileKind, MANIFEST_NAME};
+use entrylog::format::{file_name, is_trash_name, FileKind, MANIFEST_NAME};
 use entrylog::{FlushBatch, LedgerMeta, LedgerStore, LedgerStoreConfig, Reader, Step, StoreError};
 use storage::sim::{FaultConfig, SimConfig, SimDisk, SimRng, SimStorage};
 use storage::{AlignedBuf, Completion, DriverKind, FileId, IoError, Op, Storage, Wait};
@@ -265,9 +265,9 @@ fn open_and_check(
     candidates: &[&State],
     seed: u64,
 ) -> (LedgerStore<SimStorage>, usize) {
-    let (store, rec) = LedgerStore::open(disk.storage("l"), config.clone())
+    let (mut store, rec) = LedgerStore::open(disk.storage("l"), config.clone())
         .unwrap_or_else(|e| panic!("seed {seed}: open failed: {e}"));
-    check_no_garbage(disk, &store, seed);
+    check_no_garbage(disk, &mut store, seed);
     let Some(i) = candidates.iter().position(|s| s.mark == rec.journal_mark) else {
         panic!(
             "seed {seed}: recovered mark {} is none of {:?}",
@@ -349,10 +349,11 @@ fn open_and_check(
     (store, i)
 }
 
-/// After open, the directory holds exactly the files the manifest references, durably: open
-/// removed the garbage of interrupted flushes and compactions and files retired before the
-/// crash.
-fn check_no_garbage(disk: &SimDisk, store: &LedgerStore<SimStorage>, seed: u64) {
+/// After open, the directory holds exactly the files the manifest references, durably, and
+/// the trash open hands to its owner: open removed the garbage of interrupted flushes and
+/// compactions, and segments retired before the crash are either gone or trash. The owner's
+/// deletion of the trash is then checked too.
+fn check_no_garbage(disk: &SimDisk, store: &mut LedgerStore<SimStorage>, seed: u64) {
     let m = store.manifest();
     let mut want: BTreeSet<String> = BTreeSet::new();
     want.insert(MANIFEST_NAME.to_string());
@@ -363,10 +364,33 @@ fn check_no_garbage(disk: &SimDisk, store: &LedgerStore<SimStorage>, seed: u64) 
     );
     want.extend(m.runs.iter().map(|r| file_name(FileKind::Run, r.id)));
     want.extend(m.meta.map(|(id, _)| file_name(FileKind::Meta, id)));
+    let trash: BTreeSet<String> = store.take_trash().into_iter().collect();
+    for t in &trash {
+        assert!(is_trash_name(t), "seed {seed}: {t} handed over as trash");
+        assert!(
+            !want.contains(t.trim_end_matches(".trash")),
+            "seed {seed}: {t} is trash but its segment is in the manifest"
+        );
+    }
     let volatile: BTreeSet<String> = disk.volatile_names("l").into_iter().collect();
-    assert_eq!(volatile, want, "seed {seed}: files after open");
+    let with_trash: BTreeSet<String> = want.union(&trash).cloned().collect();
+    assert_eq!(volatile, with_trash, "seed {seed}: files after open");
     let durable: BTreeSet<String> = disk.durable_names("l").into_iter().collect();
-    assert_eq!(durable, want, "seed {seed}: durable files after open");
+    assert!(
+        durable.is_superset(&want) && durable.is_subset(&with_trash),
+        "seed {seed}: durable files after open: {durable:?}, manifest {want:?}"
+    );
+    let mut owner = disk.storage("l");
+    for t in &trash {
+        owner
+            .remove(t)
+            .unwrap_or_else(|e| panic!("seed {seed}: {t}: {e}"));
+    }
+    let volatile: BTreeSet<String> = disk.volatile_names("l").into_iter().collect();
+    assert_eq!(
+        volatile, want,
+        "seed {seed}: files after the trash is deleted"
+    );
 }
 
 fn workload_faults(rng: &mut SimRng) -> FaultConfig {
