@@ -292,6 +292,22 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             "dbStorage_writeCacheMaxSizeMb" => {
                 applied.write_cache_total_bytes = Some((v.parse_range(1, 1 << 24)? as usize) << 20)
             }
+            "dbStorage_readAheadCacheMaxSizeMb" => {
+                c.read_ahead.cache_bytes = (v.parse_range(0, 1 << 24)? as usize) << 20
+            }
+            "dbStorage_readAheadCacheBatchSize" => {
+                c.read_ahead.batch_entries = v.parse_range(1, 1 << 20)? as usize
+            }
+            "dbStorage_readAheadCacheBatchBytesSize" => {
+                let n: i64 = v
+                    .text()
+                    .parse()
+                    .map_err(|_| v.invalid("not a whole number of bytes"))?;
+                // Java: -1 (or any value ≤ 0) means no byte limit; ours keeps one read bounded.
+                if n > 0 {
+                    c.read_ahead.batch_bytes = (n as usize).clamp(4096, 16 << 20);
+                }
+            }
             "diskUsageThreshold" => c.disk.usage_threshold = v.fraction()?,
             "diskUsageWarnThreshold" => c.disk.warn_threshold = v.fraction()?,
             "diskUsageLwmThreshold" => {

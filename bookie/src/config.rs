@@ -58,6 +58,8 @@ pub struct BookieConfig {
     /// Reader threads per shard, each with its own ring and blocking reads: the cache-miss
     /// reads a shard has in flight at once (`numReadWorkerThreads`, divided among shards).
     pub read_threads_per_shard: usize,
+    /// Read-ahead of catch-up reads (`dbStorage_readAheadCache*`).
+    pub read_ahead: ReadAheadConfig,
     pub ledger_store: LedgerStoreConfig,
     /// Most bytes per second a write-cache flush writes (0 = unpaced): the flush's share of a
     /// disk the journal shares.
@@ -73,6 +75,32 @@ pub struct BookieConfig {
     pub cluster: ClusterConfig,
     /// Garbage collection and compaction (`*Compaction*` keys; `gcWaitTime` is in `cluster`).
     pub gc: GcConfig,
+}
+
+/// Read-ahead of sequential cache-miss reads (`entrylog::Reader`'s module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadAheadConfig {
+    /// `dbStorage_readAheadCacheMaxSizeMb`: the read-ahead cache of the whole bookie, split
+    /// over the shards; 0 turns read-ahead off. Java's default is a quarter of the JVM's
+    /// direct memory; ours is 256 MiB.
+    pub cache_bytes: usize,
+    /// `dbStorage_readAheadCacheBatchSize` (Java: 100): entries per read-ahead.
+    pub batch_entries: usize,
+    /// `dbStorage_readAheadCacheBatchBytesSize` (Java: -1, no byte limit): the largest single
+    /// read of a read-ahead. Ours defaults to 256 KiB, where this disk's reads stop getting
+    /// cheaper per byte and a journal sync queued behind one still waits well under a
+    /// millisecond (guide/perf.md §1.3, §1.6).
+    pub batch_bytes: usize,
+}
+
+impl Default for ReadAheadConfig {
+    fn default() -> Self {
+        ReadAheadConfig {
+            cache_bytes: 256 << 20,
+            batch_entries: 100,
+            batch_bytes: 256 << 10,
+        }
+    }
 }
 
 /// Entry-log compaction (bookie-semantics.md §4.8), Java's keys and defaults.
@@ -286,6 +314,7 @@ impl Default for BookieConfig {
             // on a shared disk (adds' p99.9 beside them +20–40 %). Adds first by default;
             // `numReadWorkerThreads` trades (ARCHITECTURE.md §12).
             read_threads_per_shard: 1,
+            read_ahead: ReadAheadConfig::default(),
             // Small writes, one at a time, paced: a journal sync never queues behind more
             // than ~256 KiB of flush (about 0.15 ms of this disk).
             ledger_store: LedgerStoreConfig {

@@ -14,10 +14,10 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use entrylog::{LedgerStore, LedgerStoreConfig, ReadView, Reader, Recovered};
+use entrylog::{LedgerStore, LedgerStoreConfig, ReadAhead, ReadCache, ReadView, Reader, Recovered};
 use net::{availability, Response, ResponseFrame, ResponseHeader, StatusCode};
 use storage::RealStorage;
 use tokio::sync::mpsc;
@@ -179,7 +179,21 @@ pub fn start(
     let (read_tx, read_rx) = crossbeam_channel::bounded::<ReadJob>(read_queue);
     let mut reader_config = config.clone();
     reader_config.index_block_cache_bytes = (config.index_block_cache_bytes / readers).max(1 << 20);
+    // One read-ahead cache per shard, shared by its readers.
+    let ra = &bookie.read_ahead;
+    let read_ahead = ReadAhead {
+        cache: Arc::new(Mutex::new(ReadCache::new(
+            ra.cache_bytes / bookie.shard_count().max(1),
+        ))),
+        max_entries: if ra.cache_bytes == 0 {
+            1
+        } else {
+            ra.batch_entries
+        },
+        max_bytes: ra.batch_bytes,
+    };
     for r in 0..readers {
+        let read_ahead = read_ahead.clone();
         let dir = dir.clone();
         let peers = peers.clone();
         let read_rx = read_rx.clone();
@@ -209,7 +223,7 @@ pub fn start(
                         return;
                     }
                 };
-                let mut reader = Reader::new(storage, &reader_config);
+                let mut reader = Reader::new(storage, &reader_config).with_read_ahead(read_ahead);
                 serve_reads(&mut reader, &read_rx, &peers, deferred_max);
             })
             .map_err(|e| format!("cannot start a reader thread: {e}"))?;
@@ -399,7 +413,14 @@ fn execute(reader: &mut Reader<RealStorage>, view: &ReadView, read: DiskRead) ->
             let mut size = 0i64;
             let mut id = start;
             while (entries.len() as i64) < limit {
-                match reader.read(view, ledger as u64, id as u64) {
+                // The first entry reads the batch's run ahead in one read (up to the count).
+                let got = if entries.is_empty() {
+                    let want = usize::try_from(limit).unwrap_or(usize::MAX);
+                    reader.read_batch_start(view, ledger as u64, id as u64, want)
+                } else {
+                    reader.read(view, ledger as u64, id as u64)
+                };
+                match got {
                     Ok(Some(body)) => {
                         size += body.len() as i64 + 4;
                         if !entries.is_empty() && size > max_size {

@@ -9,7 +9,8 @@
 //! - [`manifest`]: the atomically replaced MANIFEST listing the live files and the mark.
 //! - [`store`]: [`LedgerStore`], owned by the flush thread: `open` (recovery) and `flush`
 //!   (the checkpoint order), publishing an immutable [`ReadView`].
-//! - [`reader`]: [`Reader`], owned by a reader thread, serving cache-miss reads.
+//! - [`reader`]: [`Reader`], owned by a reader thread, serving cache-miss reads, with
+//!   read-ahead of sequential runs into a [`read_cache::ReadCache`].
 //! - [`compact`]: garbage collection — deleted ledgers out of the index, segments with little
 //!   live data compacted (minor/major), run by the flush thread between flushes.
 //!
@@ -26,6 +27,7 @@ pub mod index;
 mod io;
 pub mod manifest;
 pub mod meta;
+pub mod read_cache;
 pub mod reader;
 pub mod segment;
 pub mod store;
@@ -33,6 +35,7 @@ pub mod store;
 pub use compact::{Compaction, CompactionStats, IndexGcStats, SegmentUsage, Step};
 pub use error::{CorruptionKind, StoreError};
 pub use meta::LedgerMeta;
-pub use reader::Reader;
+pub use read_cache::ReadCache;
+pub use reader::{ReadAhead, Reader};
 pub use segment::{Location, ScannedEntry};
 pub use store::{FlushBatch, FlushStats, LedgerStore, LedgerStoreConfig, ReadView, Recovered};

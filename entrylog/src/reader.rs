@@ -5,9 +5,17 @@
 //! A read looks the key up in the runs newest first, then reads the entry from its segment and
 //! verifies its header (magic, version, ledger, entry, length) and CRC: corruption is an
 //! error, never silently wrong data.
+//!
+//! Read-ahead ([`ReadAhead`]): a catch-up reader asks for a ledger's entries in order, and a
+//! flush stores them contiguously, so when a read follows the previous read of its ledger (or
+//! starts a batch read) the reader looks up the next entries in the index too, and as long as
+//! each lies right after the one before in the same segment, reads the whole run in one aligned
+//! read (within `max_bytes`, `max_entries`). Every entry of the run is verified like a single
+//! read; the ones beyond the asked entry go to the shared [`ReadCache`]. The index decides what
+//! is read, never the bytes on disk alone, so a stale copy left by compaction is never served.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use storage::{FileId, Storage};
@@ -15,8 +23,24 @@ use storage::{FileId, Storage};
 use crate::error::{CorruptionKind, StoreError};
 use crate::format::*;
 use crate::index::{self, Block, BlockCache, IndexRecord, Key, RunInfo};
+use crate::read_cache::ReadCache;
 use crate::segment::{self, Location};
 use crate::store::{LedgerStoreConfig, ReadView};
+
+/// Read-ahead settings and the cache shared by the readers of one shard (Java's
+/// `dbStorage_readAheadCacheMaxSizeMb`, `dbStorage_readAheadCacheBatchSize`,
+/// `dbStorage_readAheadCacheBatchBytesSize`).
+#[derive(Clone, Debug)]
+pub struct ReadAhead {
+    pub cache: Arc<Mutex<ReadCache>>,
+    /// Entries per read-ahead, the asked one included.
+    pub max_entries: usize,
+    /// Bytes per read-ahead (one read of the device).
+    pub max_bytes: usize,
+}
+
+/// Ledgers whose last asked entry a reader remembers, to tell sequential reads.
+const SEQUENTIAL_LEDGERS: usize = 4096;
 
 /// A reader thread's handle on one shard's ledger storage.
 pub struct Reader<S: Storage> {
@@ -25,6 +49,12 @@ pub struct Reader<S: Storage> {
     files: HashMap<(FileKind, u64), FileId>,
     /// Generation of the view the file handles were last pruned against.
     pruned_for: u64,
+    ahead: Option<ReadAhead>,
+    /// The last entry asked of each recently read ledger.
+    last_asked: HashMap<u64, u64>,
+    /// Device reads of more than one entry, and the entries they brought beyond the asked one.
+    pub runs_read: u64,
+    pub entries_ahead: u64,
 }
 
 impl<S: Storage> Reader<S> {
@@ -34,21 +64,141 @@ impl<S: Storage> Reader<S> {
             cache: BlockCache::new(config.index_block_cache_bytes),
             files: HashMap::new(),
             pruned_for: 0,
+            ahead: None,
+            last_asked: HashMap::new(),
+            runs_read: 0,
+            entries_ahead: 0,
         }
     }
 
+    /// Turns read-ahead on (module docs).
+    pub fn with_read_ahead(mut self, ahead: ReadAhead) -> Reader<S> {
+        if ahead.max_entries > 1 && ahead.max_bytes > 0 {
+            self.ahead = Some(ahead);
+        }
+        self
+    }
+
     /// The entry's body, `None` if the store does not have it (or its ledger is deleted).
+    /// With read-ahead on, a read that follows the previous read of its ledger reads the
+    /// run after it too.
     pub fn read(
         &mut self,
         view: &ReadView,
         ledger: u64,
         entry: u64,
     ) -> Result<Option<Bytes>, StoreError> {
-        let Some(loc) = self.locate(view, ledger, entry)? else {
+        let sequential = self.note_asked(ledger, entry);
+        self.read_ahead_of(view, ledger, entry, if sequential { usize::MAX } else { 1 })
+    }
+
+    /// The first entry of a batch read of up to `count` entries: the run after it is read
+    /// ahead (up to `count` entries in all) whatever came before.
+    pub fn read_batch_start(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        entry: u64,
+        count: usize,
+    ) -> Result<Option<Bytes>, StoreError> {
+        self.note_asked(ledger, entry);
+        self.read_ahead_of(view, ledger, entry, count)
+    }
+
+    /// Records that `entry` of `ledger` was asked; true if it follows the previous one asked.
+    fn note_asked(&mut self, ledger: u64, entry: u64) -> bool {
+        if self.ahead.is_none() {
+            return false;
+        }
+        if self.last_asked.len() >= SEQUENTIAL_LEDGERS && !self.last_asked.contains_key(&ledger) {
+            self.last_asked.clear();
+        }
+        let before = self.last_asked.insert(ledger, entry);
+        before.is_some_and(|b| b.checked_add(1) == Some(entry))
+    }
+
+    /// Reads `entry`, from the read-ahead cache if there, else from disk with up to
+    /// `want - 1` entries after it when they are contiguous.
+    fn read_ahead_of(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        entry: u64,
+        want: usize,
+    ) -> Result<Option<Bytes>, StoreError> {
+        self.prune(view);
+        if view.is_deleted(ledger) {
+            return Ok(None);
+        }
+        if let Some(ahead) = &self.ahead {
+            let cached = ahead
+                .cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(ledger, entry);
+            if cached.is_some() {
+                return Ok(cached);
+            }
+        }
+        let Some(first) = self.locate(view, ledger, entry)? else {
             return Ok(None);
         };
-        let file = self.file(FileKind::Segment, loc.segment as u64)?;
-        segment::read_entry(&mut self.storage, file, loc, ledger, entry).map(Some)
+        let file = self.file(FileKind::Segment, first.segment as u64)?;
+        let (max_entries, max_bytes) = match &self.ahead {
+            Some(a) if want > 1 => (a.max_entries.min(want), a.max_bytes as u64),
+            _ => (1, 0),
+        };
+        // The run: entries whose index locations follow one another in the same segment.
+        let mut run = vec![first];
+        let mut end = first.offset + first.stored_bytes();
+        while run.len() < max_entries {
+            let Some(next) = entry.checked_add(run.len() as u64) else {
+                break;
+            };
+            let Some(loc) = self.locate(view, ledger, next)? else {
+                break;
+            };
+            if loc.segment != first.segment
+                || loc.offset != end
+                || end + loc.stored_bytes() - first.offset > max_bytes
+            {
+                break;
+            }
+            end += loc.stored_bytes();
+            run.push(loc);
+        }
+        if run.len() == 1 {
+            return segment::read_entry(&mut self.storage, file, first, ledger, entry).map(Some);
+        }
+        let name = || file_name(FileKind::Segment, first.segment as u64);
+        let last = run[run.len() - 1];
+        let span =
+            (last.offset - first.offset) as usize + ENTRY_HEADER_BYTES + last.length as usize;
+        let (buf, skip) = crate::io::read_range(&mut self.storage, file, first.offset, span)
+            .map_err(|e| StoreError::io("read entries", &name(), e))?
+            .ok_or_else(|| StoreError::corrupt(&name(), first.offset, CorruptionKind::Truncated))?;
+        let mut bodies = Vec::with_capacity(run.len());
+        for (k, loc) in run.iter().enumerate() {
+            let at = skip + (loc.offset - first.offset) as usize;
+            let bytes = &buf[at..at + ENTRY_HEADER_BYTES + loc.length as usize];
+            match segment::decode_entry(bytes, *loc, ledger, entry + k as u64) {
+                Ok(body) => bodies.push(body),
+                Err(e) if k == 0 => return Err(e),
+                // A bad entry further on is reported when it is asked for, by itself.
+                Err(_) => break,
+            }
+        }
+        self.runs_read += 1;
+        self.entries_ahead += bodies.len() as u64 - 1;
+        let mut bodies = bodies.into_iter();
+        let asked = bodies.next();
+        if let Some(ahead) = &self.ahead {
+            let mut cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
+            for (k, body) in bodies.enumerate() {
+                cache.insert(ledger, entry + 1 + k as u64, body);
+            }
+        }
+        Ok(asked)
     }
 
     /// Where the entry is, after checking the location lies inside a live segment's committed

@@ -300,7 +300,25 @@ pub(crate) fn read_entry<S: Storage>(
     let (buf, skip) = io::read_range(storage, file, loc.offset, total)
         .map_err(|e| StoreError::io("read entry", &name(), e))?
         .ok_or_else(|| StoreError::corrupt(&name(), loc.offset, CorruptionKind::Truncated))?;
-    let bytes: &[u8] = &buf[skip..skip + total];
+    decode_entry(&buf[skip..skip + total], loc, ledger, entry)
+}
+
+/// Verifies one stored entry (`bytes`: its header and body, as read from `loc`) and returns
+/// its body: the header must name (`ledger`, `entry`), and its length and CRC must match.
+pub(crate) fn decode_entry(
+    bytes: &[u8],
+    loc: Location,
+    ledger: u64,
+    entry: u64,
+) -> Result<Bytes, StoreError> {
+    let name = || file_name(FileKind::Segment, loc.segment as u64);
+    if bytes.len() != ENTRY_HEADER_BYTES + loc.length as usize {
+        return Err(StoreError::corrupt(
+            &name(),
+            loc.offset,
+            CorruptionKind::Truncated,
+        ));
+    }
     let (h, body) = bytes.split_at(ENTRY_HEADER_BYTES);
     let corrupt = |k| StoreError::corrupt(&name(), loc.offset, k);
     let eh = decode_entry_header(h).map_err(corrupt)?;

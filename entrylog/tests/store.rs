@@ -619,3 +619,159 @@ fn gc_drops_deleted_ledgers_and_compacts_segments() {
         Vec::<u64>::new()
     );
 }
+
+/// Flips one byte of a stored entry's body in place, through the port.
+fn flip_body_byte(disk: &SimDisk, loc: entrylog::Location) {
+    let seg = entrylog::format::file_name(entrylog::format::FileKind::Segment, loc.segment as u64);
+    let mut s = disk.storage("l");
+    let f = s.open(&seg, false).unwrap();
+    let at = loc.offset + 40;
+    let block = at & !4095;
+    let mut out = Vec::new();
+    s.submit(
+        1,
+        storage::Op::Read {
+            file: f,
+            offset: block,
+            buf: storage::AlignedBuf::zeroed(4096),
+        },
+    )
+    .unwrap();
+    while out.is_empty() {
+        s.poll(&mut out, storage::Wait::AtLeastOne { timeout_us: None })
+            .unwrap();
+    }
+    let mut buf = out.pop().unwrap().buf.unwrap();
+    buf.set_len(4096);
+    buf[(at - block) as usize] ^= 0x10;
+    s.submit(
+        2,
+        storage::Op::Write {
+            file: f,
+            offset: block,
+            buf,
+        },
+    )
+    .unwrap();
+    while out.is_empty() {
+        s.poll(&mut out, storage::Wait::AtLeastOne { timeout_us: None })
+            .unwrap();
+    }
+    s.close(f);
+}
+
+/// Read-ahead: a sequential reader gets a ledger's run in one read per batch and the rest from
+/// the cache, byte for byte; random reads read one entry each; a batch read starts a run at
+/// once; a corrupt entry inside a run fails only when it is asked for; a deleted ledger's
+/// cached entries are never served.
+#[test]
+fn read_ahead_serves_runs_from_one_read() {
+    use std::sync::{Arc, Mutex};
+    let disk = SimDisk::new(SimConfig::new(9));
+    let config = LedgerStoreConfig {
+        entry_log_size_bytes: 1 << 20,
+        ..small_config()
+    };
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    // Two ledgers written interleaved: the flush stores each contiguously.
+    let mut entries = Vec::new();
+    for e in 0..300 {
+        entries.push((1, e, body(1, e, 0, 200)));
+        entries.push((2, e, body(2, e, 0, 150)));
+    }
+    store
+        .flush(&FlushBatch {
+            entries,
+            ledgers: vec![meta(1), meta(2)],
+            journal_mark: 1,
+        })
+        .unwrap();
+    let view = store.snapshot();
+    let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
+    let mut reader = Reader::new(disk.storage("l"), &config).with_read_ahead(entrylog::ReadAhead {
+        cache: cache.clone(),
+        max_entries: 50,
+        max_bytes: 64 << 10,
+    });
+    // The first read of a ledger is a single read; the next one starts read-ahead.
+    assert_eq!(reader.read(&view, 1, 0).unwrap(), Some(body(1, 0, 0, 200)));
+    assert_eq!(reader.runs_read, 0);
+    for e in 1..300 {
+        assert_eq!(
+            reader.read(&view, 1, e).unwrap(),
+            Some(body(1, e, 0, 200)),
+            "1:{e}"
+        );
+    }
+    // 299 entries in runs of at most 50 (and 64 KiB: 232 B each fits 50): 6 device reads.
+    assert_eq!(reader.runs_read, 6, "runs");
+    assert_eq!(reader.entries_ahead, 299 - 6);
+    assert_eq!(cache.lock().unwrap().hits, 299 - 6);
+    assert!(
+        cache.lock().unwrap().is_empty(),
+        "every entry read ahead was taken"
+    );
+    // Past the ledger's end: nothing, and no error.
+    assert_eq!(reader.read(&view, 1, 300).unwrap(), None);
+
+    // Random reads: one entry each.
+    for e in [100u64, 7, 250, 40] {
+        assert_eq!(reader.read(&view, 2, e).unwrap(), Some(body(2, e, 0, 150)));
+    }
+    assert_eq!(reader.runs_read, 6);
+
+    // A batch start reads its run at once, within its count.
+    assert_eq!(
+        reader.read_batch_start(&view, 2, 10, 20).unwrap(),
+        Some(body(2, 10, 0, 150))
+    );
+    assert_eq!(reader.runs_read, 7);
+    assert_eq!(cache.lock().unwrap().len(), 19);
+    for e in 11..30 {
+        assert_eq!(reader.read(&view, 2, e).unwrap(), Some(body(2, e, 0, 150)));
+    }
+    assert_eq!(reader.runs_read, 7, "served from the cache");
+
+    // A corrupt entry inside a run: the entries before it come back, it fails alone, and the
+    // ones after it read fine.
+    let bad = reader.locate(&view, 2, 205).unwrap().unwrap();
+    flip_body_byte(&disk, bad);
+    assert_eq!(
+        reader.read(&view, 2, 200).unwrap(),
+        Some(body(2, 200, 0, 150))
+    );
+    for e in 201..205 {
+        assert_eq!(
+            reader.read(&view, 2, e).unwrap(),
+            Some(body(2, e, 0, 150)),
+            "2:{e}"
+        );
+    }
+    match reader.read(&view, 2, 205) {
+        Err(StoreError::Corruption { offset, .. }) => assert_eq!(offset, bad.offset),
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    assert_eq!(
+        reader.read(&view, 2, 206).unwrap(),
+        Some(body(2, 206, 0, 150))
+    );
+
+    // Entries read ahead for a ledger that is then deleted are not served.
+    assert_eq!(
+        reader.read_batch_start(&view, 2, 250, 40).unwrap(),
+        Some(body(2, 250, 0, 150))
+    );
+    assert!(cache.lock().unwrap().contains(2, 251));
+    store
+        .flush(&FlushBatch {
+            entries: Vec::new(),
+            ledgers: vec![LedgerMeta {
+                deleted: true,
+                ..meta(2)
+            }],
+            journal_mark: 2,
+        })
+        .unwrap();
+    let view = store.snapshot();
+    assert_eq!(reader.read(&view, 2, 251).unwrap(), None);
+}

@@ -1,0 +1,148 @@
+//! The read-ahead cache: entries read from ledger storage ahead of the reader that will ask
+//! for them (Java's `ReadCache` of `DbLedgerStorage`, sized by
+//! `dbStorage_readAheadCacheMaxSizeMb`).
+//!
+//! A catch-up reader asks for entry e, then e+1, e+2, ...; flushes store a ledger's entries
+//! contiguously (sorted by ledger and entry), so one large read at e's location brings the next
+//! entries too ([`crate::Reader`] does that read and verifies every entry it brings). They wait
+//! here, keyed by (ledger, entry), until asked for. Eviction is first-in first-out within a
+//! byte budget, like Java's ring of segments: a run read ahead is consumed in order or not at
+//! all. Shared by the reader threads of one shard behind a mutex (held for a map operation
+//! only, never across I/O).
+//!
+//! Entries are immutable once written (a ledger's entry id is assigned once by its single
+//! writer; recovery rewrites the same bytes), so a cached entry never goes stale; entries of a
+//! deleted ledger are never served because the reader checks its view first.
+
+use std::collections::{HashMap, VecDeque};
+
+use bytes::Bytes;
+
+/// Entries read ahead, within a byte budget.
+#[derive(Debug)]
+pub struct ReadCache {
+    map: HashMap<(u64, u64), Bytes>,
+    /// Insertion order, for eviction; a key may be stale (already taken out).
+    order: VecDeque<(u64, u64)>,
+    bytes: usize,
+    max_bytes: usize,
+    /// Entries served from the cache, and entries inserted and evicted unread.
+    pub hits: u64,
+    pub inserted: u64,
+    pub evicted_unread: u64,
+}
+
+impl ReadCache {
+    pub fn new(max_bytes: usize) -> ReadCache {
+        ReadCache {
+            map: HashMap::new(),
+            order: VecDeque::new(),
+            bytes: 0,
+            max_bytes,
+            hits: 0,
+            inserted: 0,
+            evicted_unread: 0,
+        }
+    }
+
+    /// Takes the entry out: a catch-up reader reads each entry once, and another reader of the
+    /// same entry finds it in the write cache or on disk.
+    pub fn take(&mut self, ledger: u64, entry: u64) -> Option<Bytes> {
+        let b = self.map.remove(&(ledger, entry))?;
+        self.bytes -= b.len();
+        self.hits += 1;
+        Some(b)
+    }
+
+    /// True when the cache holds the entry.
+    pub fn contains(&self, ledger: u64, entry: u64) -> bool {
+        self.map.contains_key(&(ledger, entry))
+    }
+
+    /// Adds an entry, evicting the oldest to stay within the budget. An entry larger than
+    /// the whole budget is not kept.
+    pub fn insert(&mut self, ledger: u64, entry: u64, body: Bytes) {
+        if body.len() > self.max_bytes {
+            return;
+        }
+        while self.bytes + body.len() > self.max_bytes {
+            let Some(k) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(old) = self.map.remove(&k) {
+                self.bytes -= old.len();
+                self.evicted_unread += 1;
+            }
+        }
+        self.bytes += body.len();
+        self.inserted += 1;
+        if let Some(old) = self.map.insert((ledger, entry), body) {
+            self.bytes -= old.len();
+        } else {
+            self.order.push_back((ledger, entry));
+        }
+        // Keys taken out leave stale slots in `order`; compact when they dominate.
+        if self.order.len() > 2 * self.map.len() + 1024 {
+            let map = &self.map;
+            self.order.retain(|k| map.contains_key(k));
+        }
+    }
+
+    /// Bytes of entry bodies held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(n: usize, fill: u8) -> Bytes {
+        Bytes::from(vec![fill; n])
+    }
+
+    #[test]
+    fn take_once_and_evict_oldest_within_the_budget() {
+        let mut c = ReadCache::new(300);
+        c.insert(1, 0, body(100, 0));
+        c.insert(1, 1, body(100, 1));
+        c.insert(1, 2, body(100, 2));
+        assert_eq!(c.bytes(), 300);
+        assert_eq!(c.take(1, 1).unwrap(), body(100, 1));
+        assert!(c.take(1, 1).is_none(), "taken once");
+        assert_eq!(c.bytes(), 200);
+        c.insert(2, 0, body(150, 9));
+        // 200 + 150 > 300: the oldest (1:0) goes, 1:2 stays.
+        assert!(!c.contains(1, 0));
+        assert!(c.contains(1, 2));
+        assert_eq!(c.bytes(), 250);
+        assert_eq!(c.evicted_unread, 1);
+        c.insert(3, 0, body(301, 1));
+        assert!(!c.contains(3, 0), "larger than the budget: not kept");
+        assert_eq!(c.hits, 1);
+    }
+
+    #[test]
+    fn reinsert_replaces_and_stale_slots_are_compacted() {
+        let mut c = ReadCache::new(1 << 20);
+        c.insert(1, 0, body(10, 0));
+        c.insert(1, 0, body(20, 1));
+        assert_eq!(c.bytes(), 20);
+        assert_eq!(c.len(), 1);
+        for e in 0..5000u64 {
+            c.insert(7, e, body(8, 0));
+            assert!(c.take(7, e).is_some());
+        }
+        assert!(c.order.len() <= 2 * c.map.len() + 1025);
+        assert_eq!(c.bytes(), 20);
+    }
+}
