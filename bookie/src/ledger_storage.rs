@@ -6,9 +6,11 @@
 //! flusher turns a frozen write cache into entry logs + index + metadata (the checkpoint order
 //! lives in `entrylog::LedgerStore::flush`) and reports back; the shard then trims its journal.
 //! The reader serves cache misses one at a time from a bounded queue, so catch-up reads get a
-//! bounded share of the disk: at most one read in flight per shard, and a full queue answers
-//! ETOOMANYREQUESTS instead of queuing without end. Replies go straight to the shard holding
-//! the connection.
+//! bounded share of the disk: at most one read in flight per reader, and a full queue answers
+//! ETOOMANYREQUESTS instead of queuing without end. Sequential reads are served by read-ahead
+//! (one read per run of a ledger into the shard's read-ahead cache, `entrylog::reader`), so the
+//! one read in flight moves a run at a time. Replies go straight to the shard holding the
+//! connection.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -70,6 +72,7 @@ pub fn start(
     let applied_rate = paced_rate.clone();
     let force_psync = bookie.force_psync;
     let read_queue = bookie.read_queue;
+    let read_metrics = metrics.clone();
     let gc: (GcConfig, Arc<Metrics>) = (bookie.gc.clone(), metrics);
     let cache_pressure = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let urgent = cache_pressure.clone();
@@ -194,6 +197,7 @@ pub fn start(
     };
     for r in 0..readers {
         let read_ahead = read_ahead.clone();
+        let read_metrics = read_metrics.clone();
         let dir = dir.clone();
         let peers = peers.clone();
         let read_rx = read_rx.clone();
@@ -224,7 +228,13 @@ pub fn start(
                     }
                 };
                 let mut reader = Reader::new(storage, &reader_config).with_read_ahead(read_ahead);
-                serve_reads(&mut reader, &read_rx, &peers, deferred_max);
+                let stats = ReadStats {
+                    metrics: read_metrics,
+                    shard,
+                    runs: 0,
+                    entries: 0,
+                };
+                serve_reads(&mut reader, &read_rx, &peers, deferred_max, stats);
             })
             .map_err(|e| format!("cannot start a reader thread: {e}"))?;
     }
@@ -252,6 +262,7 @@ fn serve_reads(
     jobs: &crossbeam_channel::Receiver<ReadJob>,
     peers: &[ShardHandle],
     max_deferred: usize,
+    mut stats: ReadStats,
 ) {
     let mut deferred: VecDeque<ReadJob> = VecDeque::new();
     loop {
@@ -265,6 +276,7 @@ fn serve_reads(
                 continue;
             }
             serve_read(reader, job, peers);
+            stats.update(reader);
         }
         let next = if deferred.is_empty() {
             jobs.recv().map_err(|_| true)
@@ -290,6 +302,34 @@ fn serve_reads(
             continue;
         }
         serve_read(reader, job, peers);
+        stats.update(reader);
+    }
+}
+
+/// What a reader adds to its shard's read-ahead metrics.
+struct ReadStats {
+    metrics: Arc<Metrics>,
+    shard: usize,
+    /// The reader's own counts already added.
+    runs: u64,
+    entries: u64,
+}
+
+impl ReadStats {
+    fn update(&mut self, reader: &Reader<RealStorage>) {
+        let m = &self.metrics.shards[self.shard];
+        m.read_ahead_runs
+            .fetch_add(reader.runs_read - self.runs, Ordering::Relaxed);
+        m.read_ahead_entries
+            .fetch_add(reader.entries_ahead - self.entries, Ordering::Relaxed);
+        self.runs = reader.runs_read;
+        self.entries = reader.entries_ahead;
+        if let Some((bytes, count, hits)) = reader.read_cache_stats() {
+            m.read_cache_bytes.store(bytes as i64, Ordering::Relaxed);
+            m.read_cache_count.store(count as i64, Ordering::Relaxed);
+            // The cache is shared: its hit count is the shard's, not this reader's.
+            m.read_cache_hits.fetch_max(hits, Ordering::Relaxed);
+        }
     }
 }
 

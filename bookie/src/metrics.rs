@@ -255,6 +255,13 @@ pub struct ShardMetrics {
     // Gauges and journal counters, stored (not added) by the shard in `drive`.
     pub journal_queue: AtomicI64,
     pub write_cache_bytes: AtomicI64,
+    /// The read-ahead cache (its readers store them after each read).
+    pub read_cache_bytes: AtomicI64,
+    pub read_cache_count: AtomicI64,
+    pub read_cache_hits: AtomicU64,
+    /// Read-ahead device reads, and the entries they brought beyond the asked one.
+    pub read_ahead_runs: AtomicU64,
+    pub read_ahead_entries: AtomicU64,
     pub ledgers: AtomicI64,
     pub journal_records: AtomicU64,
     pub journal_groups: AtomicU64,
@@ -508,6 +515,34 @@ impl Metrics {
             .map(|s| s.write_cache_bytes.load(Ordering::Relaxed))
             .sum();
         gauge(o, "bookie_write_cache_size", "", cache as f64);
+        let sum = |pick: fn(&ShardMetrics) -> i64| self.shards.iter().map(pick).sum::<i64>();
+        gauge(
+            o,
+            "bookie_read_cache_size",
+            "",
+            sum(|s| s.read_cache_bytes.load(Ordering::Relaxed)) as f64,
+        );
+        gauge(
+            o,
+            "bookie_read_cache_count",
+            "",
+            sum(|s| s.read_cache_count.load(Ordering::Relaxed)) as f64,
+        );
+        let read_ahead: [(&str, Pick); 3] = [
+            ("bookie_rs_read_cache_hits_total", |s| {
+                s.read_cache_hits.load(Ordering::Relaxed) as i64
+            }),
+            ("bookie_rs_read_ahead_runs_total", |s| {
+                s.read_ahead_runs.load(Ordering::Relaxed) as i64
+            }),
+            ("bookie_rs_read_ahead_entries_total", |s| {
+                s.read_ahead_entries.load(Ordering::Relaxed) as i64
+            }),
+        ];
+        for (name, pick) in read_ahead {
+            let _ = writeln!(o, "# TYPE {name} counter");
+            let _ = writeln!(o, "{name} {}", sum(pick));
+        }
         let ledgers: i64 = self
             .shards
             .iter()

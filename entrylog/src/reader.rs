@@ -277,6 +277,13 @@ impl<S: Storage> Reader<S> {
         Ok(ids.into_iter().collect())
     }
 
+    /// The shared read-ahead cache's bytes, entries and hits so far (`None`: read-ahead off).
+    pub fn read_cache_stats(&self) -> Option<(usize, usize, u64)> {
+        let a = self.ahead.as_ref()?;
+        let c = a.cache.lock().unwrap_or_else(|p| p.into_inner());
+        Some((c.bytes(), c.len(), c.hits))
+    }
+
     /// Index-block cache hits and misses so far.
     pub fn cache_stats(&self) -> (u64, u64) {
         (self.cache.hits, self.cache.misses)

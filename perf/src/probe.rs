@@ -9,7 +9,11 @@
 //!   (perf.md §1.3), as bandwidth plus commit latency;
 //! - the 4 KiB commit appending to a growing file and into fallocated space, which are slower
 //!   on ext4 (perf.md §1.4), so that a journal that forgets to pre-write shows up;
-//! - CRC32C GiB/s on one core, the CPU calibration.
+//! - CRC32C GiB/s on one core, the CPU calibration;
+//! - the read side, through io_uring (the bookie's own driver, `storage`): 4 KiB random reads
+//!   at queue depth 1 and 32, and sequential reads of 128 KiB and 1 MiB at depth 1, over the
+//!   pre-written file, so catch-up read targets can be stated against the device (the host may
+//!   cache a virtual disk's backing file: read figures are then the host's, and optimistic).
 //!
 //! Writes overwrite a pre-written region (wrapping around), because overwriting written space
 //! is what a pre-allocated or recycled journal does. Each measurement runs `--seconds` (the two
@@ -24,7 +28,7 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use storage::AlignedBuf;
+use storage::{AlignedBuf, Storage};
 
 /// Arguments of `bkperf probe`.
 #[derive(clap::Args, Debug, Clone)]
@@ -371,6 +375,7 @@ pub fn run(args: &ProbeArgs) -> Result<(), BoxError> {
         secs,
         u64::MAX,
     )?);
+    let reads = read_runs(&args.dir, ".bkperf-probe.dat", secs)?;
     drop(file);
 
     log::info!("4 KiB commit, appending");
@@ -414,6 +419,7 @@ pub fn run(args: &ProbeArgs) -> Result<(), BoxError> {
     };
 
     print!("{}", render(&runs, crc, &machine));
+    print!("{}", render_reads(&reads));
 
     let mut warnings = Vec::new();
     if !matches!(machine.fs.as_str(), "ext4" | "xfs" | "btrfs") {
@@ -436,6 +442,11 @@ pub fn run(args: &ProbeArgs) -> Result<(), BoxError> {
         let probe: serde_json::Map<String, Value> = runs
             .iter()
             .map(|r| (r.label.replace(' ', "_"), r.to_json()))
+            .chain(
+                reads
+                    .iter()
+                    .map(|r| (r.label.replace(' ', "_"), r.to_json())),
+            )
             .chain([("crc32c_gib_s".to_string(), json!(crc))])
             .collect();
         let mut builder = report::ReportBuilder::new("bkperf-probe", "candidate")
@@ -465,6 +476,174 @@ pub fn run(args: &ProbeArgs) -> Result<(), BoxError> {
         log::info!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The outcome of one read loop.
+struct ReadRun {
+    label: &'static str,
+    bytes_per_read: usize,
+    depth: usize,
+    reads: u64,
+    elapsed: Duration,
+    latency: Histogram<u64>,
+}
+
+impl ReadRun {
+    fn reads_per_s(&self) -> f64 {
+        self.reads as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    fn mb_s(&self) -> f64 {
+        self.reads_per_s() * self.bytes_per_read as f64 / 1e6
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "bytes_per_read": self.bytes_per_read,
+            "queue_depth": self.depth,
+            "reads": self.reads,
+            "elapsed_s": self.elapsed.as_secs_f64(),
+            "reads_per_s": (self.reads_per_s() * 10.0).round() / 10.0,
+            "mb_s": (self.mb_s() * 10.0).round() / 10.0,
+            "read_latency_us": LatencySummary::from_histogram(&self.latency).to_json(false),
+        })
+    }
+}
+
+/// Random 4 KiB reads at depth 1 and 32, sequential 128 KiB and 1 MiB at depth 1, over the
+/// pre-written file `name` in `dir`, each for `budget`.
+fn read_runs(dir: &Path, name: &str, budget: Duration) -> Result<Vec<ReadRun>, BoxError> {
+    let mut storage = storage::open_dir(dir, 64, false)
+        .map_err(|e| format!("cannot open {} for reads: {e}", dir.display()))?;
+    let file = storage
+        .open(name, false)
+        .map_err(|e| format!("cannot open {name} for reads: {e}"))?;
+    let specs: [(&'static str, usize, usize, bool); 4] = [
+        ("read 4k random qd1", 4096, 1, true),
+        ("read 4k random qd32", 4096, 32, true),
+        ("read 128k sequential", 128 << 10, 1, false),
+        ("read 1m sequential", 1 << 20, 1, false),
+    ];
+    let mut out = Vec::new();
+    for (label, size, depth, random) in specs {
+        log::info!("{label}");
+        let r = read_loop(
+            &mut storage,
+            (file, PREWRITTEN),
+            (label, size, depth, random),
+            budget,
+        );
+        match r {
+            Ok(r) => out.push(r),
+            Err(e) => {
+                storage.close(file);
+                return Err(e);
+            }
+        }
+    }
+    storage.close(file);
+    Ok(out)
+}
+
+/// Keeps `depth` reads of `size` bytes in flight over the first `len` bytes of `file` for
+/// `budget`, timing each from submission to completion.
+fn read_loop<S: Storage>(
+    storage: &mut S,
+    (file, len): (storage::FileId, u64),
+    (label, size, depth, random): (&'static str, usize, usize, bool),
+    budget: Duration,
+) -> Result<ReadRun, BoxError> {
+    let slots = (len / size as u64).max(1);
+    let mut latency = report::new_histogram();
+    let mut started: Vec<Instant> = vec![Instant::now(); depth];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ size as u64;
+    let mut next_seq = 0u64;
+    let mut offset = || {
+        let slot = if random {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % slots
+        } else {
+            next_seq = (next_seq + 1) % slots;
+            next_seq
+        };
+        slot * size as u64
+    };
+    let submit = |storage: &mut S, token: usize, buf: AlignedBuf, at: u64| {
+        storage
+            .submit(
+                token as u64,
+                storage::Op::Read {
+                    file,
+                    offset: at,
+                    buf,
+                },
+            )
+            .map_err(|(e, _)| format!("read submit: {e}"))
+    };
+    let start = Instant::now();
+    for (token, t) in started.iter_mut().enumerate() {
+        *t = Instant::now();
+        submit(storage, token, AlignedBuf::zeroed(size), offset())?;
+    }
+    storage
+        .submit_pending()
+        .map_err(|e| format!("submit: {e}"))?;
+    let mut reads = 0u64;
+    let mut in_flight = depth;
+    let mut done = Vec::new();
+    while in_flight > 0 {
+        storage
+            .poll(&mut done, storage::Wait::AtLeastOne { timeout_us: None })
+            .map_err(|e| format!("read poll: {e}"))?;
+        let stop = start.elapsed() >= budget;
+        for c in done.drain(..) {
+            let token = c.token as usize;
+            match c.result {
+                Ok(n) if n == size => {}
+                Ok(n) => return Err(format!("{label}: short read {n} of {size}").into()),
+                Err(e) => return Err(format!("{label}: {e}").into()),
+            }
+            report::record_us(&mut latency, started[token].elapsed());
+            reads += 1;
+            in_flight -= 1;
+            if !stop {
+                let buf = c.buf.unwrap_or_else(|| AlignedBuf::zeroed(size));
+                started[token] = Instant::now();
+                submit(storage, token, buf, offset())?;
+                in_flight += 1;
+            }
+        }
+        storage
+            .submit_pending()
+            .map_err(|e| format!("submit: {e}"))?;
+    }
+    Ok(ReadRun {
+        label,
+        bytes_per_read: size,
+        depth,
+        reads,
+        elapsed: start.elapsed(),
+        latency,
+    })
+}
+
+/// The read rows (latency per read in µs, submission to completion).
+fn render_reads(runs: &[ReadRun]) -> String {
+    let mut headers = vec!["measurement", "reads/s", "MB/s"];
+    headers.extend(LatencySummary::HEADERS);
+    let mut table = Table::new(&headers);
+    for r in runs {
+        let mut cells = vec![
+            r.label.to_string(),
+            format!("{:.0}", r.reads_per_s()),
+            format!("{:.1}", r.mb_s()),
+        ];
+        cells.extend(LatencySummary::from_histogram(&r.latency).cells());
+        table.row(cells);
+    }
+    table.render()
 }
 
 /// The human-readable result: one row per measurement (commit latency in µs).
@@ -558,6 +737,37 @@ mod tests {
         drop(file);
         assert!(!dir.join("t.dat").exists(), "probe file removed");
         let _ = std::fs::remove_dir(&dir);
+    }
+
+    /// The read loop keeps its depth, reads whole blocks inside the file, and counts each.
+    #[test]
+    fn read_loop_counts_reads_at_depth() {
+        let dir = std::env::temp_dir().join(format!("bkperf-probe-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let Ok(file) = ProbeFile::create(&dir, "r.dat") else {
+            eprintln!("SKIPPED: temp dir rejects O_DIRECT");
+            return;
+        };
+        file.prewrite(1 << 20, &random_buf(64 << 10, 4))
+            .expect("prewrite");
+        let mut st = storage::open_dir(&dir, 64, false).expect("storage");
+        let f = st.open("r.dat", false).expect("open");
+        for (size, depth, random) in [(4096, 8, true), (64 << 10, 1, false)] {
+            let r = read_loop(
+                &mut st,
+                (f, 1 << 20),
+                ("t", size, depth, random),
+                Duration::from_millis(50),
+            )
+            .expect("read loop");
+            assert!(r.reads >= depth as u64, "{} reads", r.reads);
+            assert_eq!(r.latency.len(), r.reads);
+            assert_eq!(st.in_flight(), 0, "drained");
+            assert!(r.to_json()["mb_s"].as_f64().unwrap() > 0.0);
+        }
+        st.close(f);
+        drop(file);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
