@@ -58,6 +58,9 @@ pub struct BookieConfig {
     /// Reader threads per shard, each with its own ring and blocking reads: the cache-miss
     /// reads a shard has in flight at once (`numReadWorkerThreads`, divided among shards).
     pub read_threads_per_shard: usize,
+    /// Cache-miss reads in flight across the bookie while a journal has records to make
+    /// durable (`disk_share.rs`); `None`: one per shard; `Some(0)`: no limit.
+    pub reads_beside_journal: Option<usize>,
     /// Read-ahead of catch-up reads (`dbStorage_readAheadCache*`).
     pub read_ahead: ReadAheadConfig,
     pub ledger_store: LedgerStoreConfig,
@@ -314,6 +317,7 @@ impl Default for BookieConfig {
             // on a shared disk (adds' p99.9 beside them +20–40 %). Adds first by default;
             // `numReadWorkerThreads` trades (ARCHITECTURE.md §12).
             read_threads_per_shard: 1,
+            reads_beside_journal: None,
             read_ahead: ReadAheadConfig::default(),
             // Small writes, one at a time, paced: a journal sync never queues behind more
             // than ~256 KiB of flush (about 0.15 ms of this disk).

@@ -328,6 +328,19 @@ async fn route(admin: &Admin, r: &Request) -> Response {
                 Err(why) => Response::error(400, &why),
             }
         }
+        // Ours, not Java's: flush every shard's write cache now (benchmarks use it to read
+        // from ledger storage; a GC request would also flush, but collects garbage too).
+        "/api/v1/bookie/flush" if put => {
+            let sent = admin
+                .shards
+                .iter()
+                .filter(|s| s.admin.send(AdminQuery::Flush).is_ok())
+                .count();
+            Response::json(
+                200,
+                serde_json::json!(format!("Flush requested of {sent} shards")),
+            )
+        }
         "/api/v1/bookie/gc" if put => {
             // Java: optional {"forceMajor": .., "forceMinor": ..}, booleans or strings.
             let body = json_body(&r.body);

@@ -26,11 +26,15 @@ use tokio::sync::mpsc;
 
 use crate::compaction::{GcRunner, STEP_PAUSE};
 use crate::config::{BookieConfig, GcConfig};
+use crate::disk_share::{DiskShare, Shared};
 use crate::ledger::{DiskRead, LedgerTable};
 use crate::mailbox::{FlushJob, ReadJob, RemoteReply, ShardHandle, StoreEvent};
 use crate::metrics::Metrics;
 use crate::paced::Paced;
 use crate::reclaim::Reclaimer;
+
+/// A reader thread's storage port: its own ring, taking turns in the bookie's disk share.
+type ReaderStorage = Shared<RealStorage>;
 
 /// A shard's handles on its ledger-storage threads.
 pub struct LedgerStorageLink {
@@ -44,6 +48,9 @@ pub struct LedgerStorageLink {
     pub flush_rate: Arc<AtomicU64>,
     /// Deletes trash (retired segments, trimmed journal files) gradually.
     pub reclaim: Reclaimer,
+    /// The journal-first share of the disk: readers take turns in it, the shard reports its
+    /// journal to it.
+    pub disk_share: Arc<DiskShare>,
 }
 
 /// Starts the flusher (which opens the store) and the reader for one shard. Returns the link,
@@ -53,7 +60,7 @@ pub fn start(
     dir: PathBuf,
     bookie: &BookieConfig,
     peers: Arc<Vec<ShardHandle>>,
-    (metrics, reclaim): (Arc<Metrics>, Reclaimer),
+    (metrics, reclaim, disk_share): (Arc<Metrics>, Reclaimer, Arc<DiskShare>),
 ) -> Result<
     (
         LedgerStorageLink,
@@ -198,6 +205,7 @@ pub fn start(
     for r in 0..readers {
         let read_ahead = read_ahead.clone();
         let read_metrics = read_metrics.clone();
+        let share = disk_share.clone();
         let dir = dir.clone();
         let peers = peers.clone();
         let read_rx = read_rx.clone();
@@ -227,6 +235,7 @@ pub fn start(
                         return;
                     }
                 };
+                let storage = Shared::new(storage, share);
                 let mut reader = Reader::new(storage, &reader_config).with_read_ahead(read_ahead);
                 let stats = ReadStats {
                     metrics: read_metrics,
@@ -246,6 +255,7 @@ pub fn start(
             cache_pressure,
             flush_rate,
             reclaim,
+            disk_share,
         },
         recovered,
         done_rx,
@@ -258,7 +268,7 @@ pub fn start(
 /// connection over its reply budget waits (deferred, without blocking the others) until the
 /// connection drains, and a read for a closed connection is skipped.
 fn serve_reads(
-    reader: &mut Reader<RealStorage>,
+    reader: &mut Reader<ReaderStorage>,
     jobs: &crossbeam_channel::Receiver<ReadJob>,
     peers: &[ShardHandle],
     max_deferred: usize,
@@ -316,7 +326,7 @@ struct ReadStats {
 }
 
 impl ReadStats {
-    fn update(&mut self, reader: &Reader<RealStorage>) {
+    fn update(&mut self, reader: &Reader<ReaderStorage>) {
         let m = &self.metrics.shards[self.shard];
         m.read_ahead_runs
             .fetch_add(reader.runs_read - self.runs, Ordering::Relaxed);
@@ -333,7 +343,7 @@ impl ReadStats {
     }
 }
 
-fn serve_read(reader: &mut Reader<RealStorage>, job: ReadJob, peers: &[ShardHandle]) {
+fn serve_read(reader: &mut Reader<ReaderStorage>, job: ReadJob, peers: &[ShardHandle]) {
     let response = execute(reader, &job.view, job.read);
     reply(
         peers,
@@ -411,7 +421,7 @@ pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
     }
 }
 
-fn execute(reader: &mut Reader<RealStorage>, view: &ReadView, read: DiskRead) -> Response {
+fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: DiskRead) -> Response {
     let fail = |read: &DiskRead, e: entrylog::StoreError| {
         log::error!("cache-miss read {read:?} failed: {e}");
         error_reply(read, StatusCode::EIO)

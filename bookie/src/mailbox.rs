@@ -47,6 +47,8 @@ pub enum AdminQuery {
     DeleteLedgers(Vec<i64>, tokio::sync::oneshot::Sender<usize>),
     /// Garbage collection: collect and maybe compact after the next flush.
     Gc(GcRequest),
+    /// Flush the write cache now (`PUT /api/v1/bookie/flush`).
+    Flush,
 }
 
 /// How other shards reach this one.

@@ -17,6 +17,7 @@ mod compaction;
 mod conf;
 mod config;
 mod conn;
+mod disk_share;
 mod gc;
 mod http;
 mod inspect;
@@ -122,6 +123,11 @@ struct ServeArgs {
     /// microseconds (0: commit at once; fewer, fuller commits cost less CPU and I/O)
     #[arg(long)]
     commit_gap_us: Option<u64>,
+    /// Cache-miss reads in flight across the bookie while a journal has records to make
+    /// durable (default: one per shard; 0: no limit). With no journal waiting, every reader
+    /// thread may read at once.
+    #[arg(long)]
+    reads_beside_journal: Option<usize>,
     /// Write cache per shard, in MiB (flushed to ledger storage when half full).
     #[arg(long)]
     write_cache_mb: Option<usize>,
@@ -240,6 +246,9 @@ fn settings(args: ServeArgs) -> Result<BookieConfig, String> {
     }
     if let Some(n) = args.shards {
         c.shards = n;
+    }
+    if let Some(n) = args.reads_beside_journal {
+        c.reads_beside_journal = Some(n);
     }
     if let Some(us) = args.commit_gap_us {
         c.journal.idle_commit_gap_us = us;

@@ -29,6 +29,7 @@ use tokio::sync::{mpsc, watch};
 use crate::cluster::{ControlPlane, Failure};
 use crate::config::BookieConfig;
 use crate::conn::{self, Conn, ReplyBudget};
+use crate::disk_share::DiskShare;
 use crate::http::{Admin, HttpServer};
 use crate::lock::DirLock;
 use crate::mailbox::{AdminQuery, ShardHandle, ShardInbox};
@@ -112,6 +113,12 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     let metrics = Arc::new(Metrics::new(shards));
     let reclaim =
         Reclaimer::start().map_err(|e| format!("cannot start the reclaim thread: {e}"))?;
+    // Every reader may be in flight while no journal waits; one per shard beside a journal.
+    let disk_share = DiskShare::new(
+        config.read_threads_per_shard.max(1) * shards,
+        config.reads_beside_journal.unwrap_or(shards),
+        Duration::from_millis(2),
+    );
     let (stop_tx, stop_rx) = watch::channel(false);
     let (ready_tx, ready_rx) = std_mpsc::channel::<Result<usize, String>>();
     let (listen_tx, listen_rx) = watch::channel(false);
@@ -125,7 +132,12 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             ready_tx.clone(),
             accepted.clone(),
         );
-        let shared = (state.clone(), metrics.clone(), reclaim.clone());
+        let shared = (
+            state.clone(),
+            metrics.clone(),
+            reclaim.clone(),
+            disk_share.clone(),
+        );
         let thread = std::thread::Builder::new()
             .name(format!("shard-{id}"))
             .spawn(move || {
@@ -340,7 +352,12 @@ fn shard_main(
     (mut stop, mut listen): (watch::Receiver<bool>, watch::Receiver<bool>),
     ready: std_mpsc::Sender<Result<usize, String>>,
     accepted: Arc<AtomicUsize>,
-    (state, metrics, reclaim): (Arc<BookieState>, Arc<Metrics>, Reclaimer),
+    (state, metrics, reclaim, disk_share): (
+        Arc<BookieState>,
+        Arc<Metrics>,
+        Reclaimer,
+        Arc<DiskShare>,
+    ),
 ) {
     if config.pin_threads {
         pin_to_core(id);
@@ -357,7 +374,7 @@ fn shard_main(
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let (shard, mut flush_done) = match Shard::open(id, &config, peers.clone(), state, (metrics, reclaim))
+        let (shard, mut flush_done) = match Shard::open(id, &config, peers.clone(), state, (metrics, reclaim, disk_share))
         {
             Ok((s, done)) => (Rc::new(RefCell::new(s)), done),
             Err(e) => {
@@ -385,6 +402,7 @@ fn shard_main(
                         let _ = answer.send(s.borrow_mut().delete_ledgers(&ids));
                     }
                     AdminQuery::Gc(req) => s.borrow_mut().request_gc(req),
+                    AdminQuery::Flush => s.borrow_mut().request_flush(),
                 }
             }
         });

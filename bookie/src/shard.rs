@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 
 use crate::config::BookieConfig;
 use crate::conn::{Conn, ConnShared, RequestSink};
+use crate::disk_share::DiskShare;
 use crate::ledger::{Answer, Decision, DiskRead, LedgerTable};
 use crate::ledger_storage::{self, LedgerStorageLink};
 use crate::mailbox::{
@@ -179,6 +180,8 @@ pub struct Shard {
     /// Garbage collection asked for, sent to the flush thread after the next flush (which
     /// carries the latest deletions).
     gc_request: Option<GcRequest>,
+    /// An operator asked for a flush (`PUT /api/v1/bookie/flush`): at the next chance.
+    flush_requested: bool,
     last_flush: Instant,
     flush_threshold_bytes: usize,
     flush_interval: Duration,
@@ -203,7 +206,7 @@ impl Shard {
         config: &BookieConfig,
         peers: Arc<Vec<ShardHandle>>,
         state: Arc<BookieState>,
-        (metrics, reclaim): (Arc<Metrics>, Reclaimer),
+        (metrics, reclaim, disk): (Arc<Metrics>, Reclaimer, Arc<DiskShare>),
     ) -> Result<(Shard, mpsc::UnboundedReceiver<StoreEvent>), String> {
         let journal_dir = config.journal_dir.join(format!("shard-{id}"));
         let ledger_dir = config.ledger_dir.join(format!("shard-{id}"));
@@ -228,7 +231,7 @@ impl Shard {
             ledger_dir.clone(),
             config,
             peers.clone(),
-            (metrics.clone(), reclaim),
+            (metrics.clone(), reclaim, disk),
         )?;
         let mark = recovered.journal_mark;
         let mut table = LedgerTable::new(config.write_cache_bytes);
@@ -294,6 +297,7 @@ impl Shard {
             store,
             flushing: false,
             gc_request: None,
+            flush_requested: false,
             last_flush: Instant::now(),
             flush_threshold_bytes: config
                 .flush_threshold_bytes
@@ -675,7 +679,11 @@ impl Shard {
         let due = cached >= self.flush_threshold_bytes
             || (cached > 0 && self.last_flush.elapsed() >= self.flush_interval)
             || self.table.has_pending_deletes()
-            || self.gc_request.is_some();
+            || self.gc_request.is_some()
+            || (self.flush_requested && cached > 0);
+        if cached == 0 {
+            self.flush_requested = false;
+        }
         if !due {
             return;
         }
@@ -683,6 +691,7 @@ impl Shard {
         let filled_in = self.last_flush.elapsed();
         if let Some(batch) = self.table.freeze(mark) {
             self.flushing = true;
+            self.flush_requested = false;
             self.last_flush = Instant::now();
             self.store.flush_rate.store(
                 flush_rate(cached, filled_in, self.flush_rate_ceiling),
@@ -715,6 +724,12 @@ impl Shard {
     }
 
     /// Asks for a garbage collection after the next flush.
+    /// Flushes the write cache as soon as no flush is running.
+    pub fn request_flush(&mut self) {
+        self.flush_requested = true;
+        self.maybe_flush();
+    }
+
     pub fn request_gc(&mut self, req: GcRequest) {
         self.gc_request = Some(self.gc_request.unwrap_or_default().merge(req));
         self.maybe_flush();
@@ -898,6 +913,10 @@ impl Shard {
             }
         }
         self.append_blocked();
+        // Readers hold back while this journal has records to make durable (disk_share.rs).
+        self.store
+            .disk_share
+            .journal_waiting(self.id, self.journal.has_pending());
         let durable = self.journal.durable_lsn();
         while self.pending.front().is_some_and(|p| p.lsn <= durable) {
             let p = self.pending.pop_front().expect("front");

@@ -164,9 +164,10 @@ pub struct ReadSideArgs {
     #[arg(long)]
     pub no_verify: bool,
     /// Read from ledger storage, not the write cache: after the preload and before the clock
-    /// starts, ask the bookie to flush (`PUT /api/v1/bookie/gc`, which flushes ours first)
-    /// and wait until its /metrics shows `bookie_write_cache_size` 0; a bookie whose metrics
-    /// do not show it is given --cold-wait instead. The report says which happened.
+    /// starts, ask the bookie to flush (`PUT /api/v1/bookie/flush`, ours; never a GC, which
+    /// on a Java bookie deletes ledgers without metadata) and wait until its /metrics shows
+    /// `bookie_write_cache_size` 0; a bookie whose metrics do not show it is given --cold-wait
+    /// instead. The report says which happened.
     #[arg(long)]
     pub cold: bool,
     /// How long --cold waits for a bookie whose write cache cannot be watched (a Java bookie

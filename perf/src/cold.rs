@@ -2,12 +2,14 @@
 //! write cache, before the clock starts — for any bookie.
 //!
 //! A read of an entry written a moment ago is served from memory; a catch-up read of a
-//! backlog is not. So after the preload: ask the bookie to flush (`PUT /api/v1/bookie/gc`: ours
-//! flushes its write cache before a garbage collection; a Java bookie answers it and collects
-//! garbage), then watch the bookie's /metrics until `bookie_write_cache_size` (both bookies
-//! export it) reads 0. A bookie whose metrics cannot be read is given the full wait (a Java
-//! bookie flushes at least every `flushInterval`, 60 s by default). The returned text says which
-//! of these happened, for the console and the report.
+//! backlog is not. So after the preload: ask the bookie to flush (`PUT /api/v1/bookie/flush`,
+//! which ours serves), then watch its /metrics until `bookie_write_cache_size` (both bookies
+//! can export it) reads 0. A bookie without the flush endpoint (a Java bookie) flushes by
+//! itself at least every `flushInterval` (60 s by default): bkperf watches the gauge if the
+//! bookie exports it, and otherwise waits `--cold-wait`. Never a garbage collection request:
+//! bkperf writes ledgers without metadata in ZooKeeper, and a Java bookie's GC deletes those
+//! (measured: every read then answered ENOLEDGER). The returned text says which of these
+//! happened, for the console and the report.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -23,9 +25,9 @@ pub fn make_cold(http: Option<SocketAddr>, wait: Duration) -> String {
             wait.as_secs_f64()
         );
     };
-    let asked = match stages::http(addr, "PUT", "/api/v1/bookie/gc", Some("{}")) {
-        Ok(_) => "PUT /api/v1/bookie/gc answered HTTP 200".to_string(),
-        Err(e) => format!("the flush request failed ({e})"),
+    let asked = match stages::http(addr, "PUT", "/api/v1/bookie/flush", Some("{}")) {
+        Ok(_) => "PUT /api/v1/bookie/flush answered HTTP 200".to_string(),
+        Err(e) => format!("no flush endpoint ({e}): waiting for the bookie's own flush"),
     };
     let started = Instant::now();
     let mut last = None;

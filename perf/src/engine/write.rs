@@ -154,25 +154,26 @@ impl Engine {
         let mut next = 0usize;
         loop {
             let now = self.now_ns();
-            let live = self.ops.iter().filter(|o| o.live && !o.decided).count();
-            let mut all_sent = true;
-            if live < in_flight_limit {
+            let mut live = self.ops.iter().filter(|o| o.live && !o.decided).count();
+            // Fill the window round-robin over the ledgers that still need entries (one
+            // ledger gets the whole window: a one-ledger preload is not one add per round trip).
+            let mut progressed = true;
+            while live < in_flight_limit && progressed {
+                progressed = false;
                 for _ in 0..self.ledgers.len() {
                     let i = next % self.ledgers.len();
                     next += 1;
                     if self.ledgers[i].next_entry < target {
-                        all_sent = false;
                         self.issue_add(i, now, now, true);
-                        if self.ops.iter().filter(|o| o.live && !o.decided).count()
-                            >= in_flight_limit
-                        {
+                        live += 1;
+                        progressed = true;
+                        if live >= in_flight_limit {
                             break;
                         }
                     }
                 }
-            } else {
-                all_sent = self.ledgers.iter().all(|l| l.next_entry >= target);
             }
+            let all_sent = self.ledgers.iter().all(|l| l.next_entry >= target);
             self.flush(now);
             if all_sent && !self.ops.iter().any(|o| o.live && !o.decided) {
                 break;
