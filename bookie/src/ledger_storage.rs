@@ -51,6 +51,9 @@ pub struct LedgerStorageLink {
     /// The journal-first share of the disk: readers take turns in it, the shard reports its
     /// journal to it.
     pub disk_share: Arc<DiskShare>,
+    /// The shard's read-ahead cache (`None`: read-ahead off): the shard serves hits itself,
+    /// without the hop to a reader thread.
+    pub read_cache: Option<Arc<Mutex<ReadCache>>>,
 }
 
 /// Starts the flusher (which opens the store) and the reader for one shard. Returns the link,
@@ -256,6 +259,7 @@ pub fn start(
             flush_rate,
             reclaim,
             disk_share,
+            read_cache: (read_ahead.max_entries > 1).then(|| read_ahead.cache.clone()),
         },
         recovered,
         done_rx,

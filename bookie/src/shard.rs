@@ -622,6 +622,34 @@ impl Shard {
 
     /// Hands a cache miss to the shard's reader thread (bounded queue: full means busy).
     fn read_disk(&mut self, read: DiskRead, to: Responder) {
+        // An entry read ahead by a reader: answered here, no hop to a reader thread.
+        if let (
+            DiskRead::Entry {
+                ledger,
+                entry,
+                reply_entry_id,
+                max_lac,
+            },
+            Some(cache),
+        ) = (&read, &self.store.read_cache)
+        {
+            let hit = cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(*ledger as u64, *entry as u64);
+            if let Some(body) = hit {
+                let reply = Response::ReadEntry {
+                    status: StatusCode::EOK,
+                    ledger_id: *ledger,
+                    entry_id: *reply_entry_id,
+                    body: Some(body),
+                    max_lac: *max_lac,
+                    lac_update_timestamp: None,
+                };
+                self.respond(to, reply);
+                return;
+            }
+        }
         let (origin, conn_id, conn_state, header, timing) = match &to {
             Responder::Local {
                 conn,

@@ -22,6 +22,9 @@ use bytes::Bytes;
 #[derive(Debug)]
 pub struct ReadCache {
     map: HashMap<(u64, u64), Bytes>,
+    /// Per ledger, the entry right after the last run read ahead: a miss there continues a
+    /// sequential reader whose hits never reached the reader thread (the shard serves them).
+    run_ends: HashMap<u64, u64>,
     /// Insertion order, for eviction; a key may be stale (already taken out).
     order: VecDeque<(u64, u64)>,
     bytes: usize,
@@ -36,6 +39,7 @@ impl ReadCache {
     pub fn new(max_bytes: usize) -> ReadCache {
         ReadCache {
             map: HashMap::new(),
+            run_ends: HashMap::new(),
             order: VecDeque::new(),
             bytes: 0,
             max_bytes,
@@ -52,6 +56,19 @@ impl ReadCache {
         self.bytes -= b.len();
         self.hits += 1;
         Some(b)
+    }
+
+    /// Records that a run of `ledger` read ahead ended before `next`.
+    pub fn note_run_end(&mut self, ledger: u64, next: u64) {
+        if self.run_ends.len() >= 4096 && !self.run_ends.contains_key(&ledger) {
+            self.run_ends.clear();
+        }
+        self.run_ends.insert(ledger, next);
+    }
+
+    /// True when `entry` is the one right after the last run read ahead for `ledger`.
+    pub fn follows_run(&self, ledger: u64, entry: u64) -> bool {
+        self.run_ends.get(&ledger) == Some(&entry)
     }
 
     /// True when the cache holds the entry.

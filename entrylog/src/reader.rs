@@ -88,7 +88,14 @@ impl<S: Storage> Reader<S> {
         ledger: u64,
         entry: u64,
     ) -> Result<Option<Bytes>, StoreError> {
-        let sequential = self.note_asked(ledger, entry);
+        let asked_in_order = self.note_asked(ledger, entry);
+        let sequential = asked_in_order
+            || self.ahead.as_ref().is_some_and(|a| {
+                a.cache
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .follows_run(ledger, entry)
+            });
         self.read_ahead_of(view, ledger, entry, if sequential { usize::MAX } else { 1 })
     }
 
@@ -194,9 +201,12 @@ impl<S: Storage> Reader<S> {
         let asked = bodies.next();
         if let Some(ahead) = &self.ahead {
             let mut cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
-            for (k, body) in bodies.enumerate() {
-                cache.insert(ledger, entry + 1 + k as u64, body);
+            let mut next = entry + 1;
+            for body in bodies {
+                cache.insert(ledger, next, body);
+                next += 1;
             }
+            cache.note_run_end(ledger, next);
         }
         Ok(asked)
     }

@@ -714,6 +714,24 @@ fn read_ahead_serves_runs_from_one_read() {
     // Past the ledger's end: nothing, and no error.
     assert_eq!(reader.read(&view, 1, 300).unwrap(), None);
 
+    // The bookie's shard serves cache hits itself, so the reader sees only the misses; a miss
+    // right after a run still continues the sequence.
+    let fresh = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
+    let mut r2 = Reader::new(disk.storage("l"), &config).with_read_ahead(entrylog::ReadAhead {
+        cache: fresh.clone(),
+        max_entries: 50,
+        max_bytes: 64 << 10,
+    });
+    r2.read(&view, 1, 0).unwrap();
+    r2.read(&view, 1, 1).unwrap();
+    assert_eq!(r2.runs_read, 1);
+    for e in 2..51 {
+        assert_eq!(fresh.lock().unwrap().take(1, e), Some(body(1, e, 0, 200)), "1:{e}");
+    }
+    assert_eq!(r2.read(&view, 1, 51).unwrap(), Some(body(1, 51, 0, 200)));
+    assert_eq!(r2.runs_read, 2, "the miss after a run reads the next run");
+    assert!(fresh.lock().unwrap().contains(1, 52));
+
     // Random reads: one entry each.
     for e in [100u64, 7, 250, 40] {
         assert_eq!(reader.read(&view, 2, e).unwrap(), Some(body(2, e, 0, 150)));
