@@ -726,7 +726,11 @@ fn read_ahead_serves_runs_from_one_read() {
     r2.read(&view, 1, 1).unwrap();
     assert_eq!(r2.runs_read, 1);
     for e in 2..51 {
-        assert_eq!(fresh.lock().unwrap().take(1, e), Some(body(1, e, 0, 200)), "1:{e}");
+        assert_eq!(
+            fresh.lock().unwrap().take(1, e),
+            Some(body(1, e, 0, 200)),
+            "1:{e}"
+        );
     }
     assert_eq!(r2.read(&view, 1, 51).unwrap(), Some(body(1, 51, 0, 200)));
     assert_eq!(r2.runs_read, 2, "the miss after a run reads the next run");
