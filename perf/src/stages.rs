@@ -419,7 +419,22 @@ pub struct Breakdown {
     pub unmapped: Vec<&'static str>,
     pub bookie_threads: Vec<ThreadTime>,
     pub bkperf_threads: Vec<ThreadTime>,
+    /// Our bookie's read-ahead over the window: device reads of runs, the entries they
+    /// brought beyond the asked ones, and reads answered from the read-ahead cache.
+    pub read_ahead: Option<(u64, u64, u64)>,
     pub notes: Vec<String>,
+}
+
+/// The increase of a counter (summed over its series) between two scrapes.
+fn counter_delta(before: &[Sample], after: &[Sample], name: &str) -> Option<u64> {
+    let sum = |s: &[Sample]| {
+        s.iter()
+            .filter(|x| x.name == name)
+            .map(|x| x.value)
+            .reduce(|a, b| a + b)
+    };
+    let a = sum(after)?;
+    Some((a - sum(before).unwrap_or(0.0)).max(0.0).round() as u64)
 }
 
 /// What was taken at the start of the measured window.
@@ -457,8 +472,16 @@ pub fn breakdown(source: &str, before: &Before, after: &str, exited: &[ThreadTim
         unmapped: Vec::new(),
         bookie_threads: thread_deltas(&bookie_threads(&b), &bookie_threads(&a)),
         bkperf_threads: thread_deltas(&before.own_threads, &own_now(exited)),
+        read_ahead: None,
         notes: Vec::new(),
     };
+    if let (Some(runs), Some(entries), Some(hits)) = (
+        counter_delta(&b, &a, "bookie_rs_read_ahead_runs_total"),
+        counter_delta(&b, &a, "bookie_rs_read_ahead_entries_total"),
+        counter_delta(&b, &a, "bookie_rs_read_cache_hits_total"),
+    ) {
+        out.read_ahead = Some((runs, entries, hits));
+    }
     match kind {
         BookieKind::Rust => rust_stages(&b, &a, &mut out),
         BookieKind::Java => java_stages(&b, &a, &mut out),
@@ -606,6 +629,12 @@ impl Breakdown {
         }
         s.push_str(&t.render());
         s.push_str("\nstage latency in microseconds (upper bounds of ≤19 % buckets)\n");
+        if let Some((runs, entries, hits)) = self.read_ahead {
+            s.push_str(&format!(
+                "read-ahead: {runs} device reads of runs brought {entries} entries ahead; \
+                 {hits} reads answered from the read-ahead cache\n"
+            ));
+        }
         if !self.unmapped.is_empty() {
             s.push_str(&format!(
                 "not in this bookie's metrics: {}\n",
@@ -665,6 +694,11 @@ impl Breakdown {
                 "mean_us": round(r.mean_us),
             })).collect::<Vec<_>>(),
             "tail_owner": self.tail_owner().map(|r| r.stage),
+            "read_ahead": self.read_ahead.map(|(runs, entries, hits)| json!({
+                "device_reads": runs,
+                "entries_ahead": entries,
+                "cache_hits": hits,
+            })),
             "unmapped": self.unmapped,
             "threads": {
                 "bookie": threads(&self.bookie_threads),
