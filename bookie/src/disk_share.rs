@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use storage::{AlignedBuf, Completion, DriverKind, FileId, IoError, Op, Storage, Wait};
+use storage::{AlignedBuf, Completion, IoError, Op, Storage, Wait};
+
+use crate::storage_wrap::forward_storage;
 
 /// The bookie's share of one disk between journals and readers.
 #[derive(Debug)]
@@ -143,36 +145,7 @@ impl<S> Drop for Shared<S> {
 }
 
 impl<S: Storage> Storage for Shared<S> {
-    fn kind(&self) -> DriverKind {
-        self.inner.kind()
-    }
-    fn list(&mut self) -> Result<Vec<String>, IoError> {
-        self.inner.list()
-    }
-    fn open(&mut self, name: &str, create: bool) -> Result<FileId, IoError> {
-        self.inner.open(name, create)
-    }
-    fn close(&mut self, file: FileId) {
-        self.inner.close(file)
-    }
-    fn file_len(&mut self, file: FileId) -> Result<u64, IoError> {
-        self.inner.file_len(file)
-    }
-    fn allocate(&mut self, file: FileId, offset: u64, len: u64) -> Result<(), IoError> {
-        self.inner.allocate(file, offset, len)
-    }
-    fn truncate(&mut self, file: FileId, len: u64) -> Result<(), IoError> {
-        self.inner.truncate(file, len)
-    }
-    fn rename(&mut self, from: &str, to: &str) -> Result<(), IoError> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&mut self, name: &str) -> Result<(), IoError> {
-        self.inner.remove(name)
-    }
-    fn sync_dir(&mut self) -> Result<(), IoError> {
-        self.inner.sync_dir()
-    }
+    forward_storage!();
     fn submit(&mut self, token: u64, op: Op) -> Result<(), (IoError, Option<AlignedBuf>)> {
         if !matches!(op, Op::Read { .. }) {
             return self.inner.submit(token, op);
@@ -199,12 +172,6 @@ impl<S: Storage> Storage for Shared<S> {
             }
         }
         r
-    }
-    fn in_flight(&self) -> usize {
-        self.inner.in_flight()
-    }
-    fn submit_pending(&mut self) -> Result<(), IoError> {
-        self.inner.submit_pending()
     }
 }
 

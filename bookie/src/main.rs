@@ -35,6 +35,7 @@ mod reclaim;
 mod record;
 mod server;
 mod shard;
+mod storage_wrap;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -266,43 +266,7 @@ fn corrupt_entry_is_an_error() {
     let view = store.snapshot();
     let mut reader = Reader::new(disk.storage("l"), &config);
     let loc = reader.locate(&view, 1, 4).unwrap().unwrap();
-    // Flip one body byte in place through the port.
-    let seg = entrylog::format::file_name(entrylog::format::FileKind::Segment, loc.segment as u64);
-    let mut s = disk.storage("l");
-    let f = s.open(&seg, false).unwrap();
-    let at = loc.offset + 40;
-    let block = at & !4095;
-    let mut buf = storage::AlignedBuf::zeroed(4096);
-    let mut out = Vec::new();
-    s.submit(
-        1,
-        storage::Op::Read {
-            file: f,
-            offset: block,
-            buf,
-        },
-    )
-    .unwrap();
-    while out.is_empty() {
-        s.poll(&mut out, storage::Wait::AtLeastOne { timeout_us: None })
-            .unwrap();
-    }
-    buf = out.pop().unwrap().buf.unwrap();
-    buf.set_len(4096);
-    buf[(at - block) as usize] ^= 0x10;
-    s.submit(
-        2,
-        storage::Op::Write {
-            file: f,
-            offset: block,
-            buf,
-        },
-    )
-    .unwrap();
-    while out.is_empty() {
-        s.poll(&mut out, storage::Wait::AtLeastOne { timeout_us: None })
-            .unwrap();
-    }
+    flip_body_byte(&disk, loc);
     match reader.read(&view, 1, 4) {
         Err(StoreError::Corruption { offset, .. }) => assert_eq!(offset, loc.offset),
         other => panic!("expected corruption, got {other:?}"),
