@@ -239,6 +239,12 @@ async fn control_main(
         let instance_id = cluster::read_instance_id(&client, &cfg)
             .await
             .map_err(|e| Failure::meta("cannot read the cluster instance id", e))?;
+        // Pulsar's cluster setup writes no `<root>/LAYOUT`; a Java bookie writes it when it
+        // builds its ledger manager (tools and old clients look for it). So do we; a layout
+        // that contradicts the configured ledger manager stops the start.
+        cluster::ensure_layout(&client, &cfg)
+            .await
+            .map_err(|e| Failure::meta("cannot check the cluster's ledger layout", e))?;
         let outcome =
             cookie::validate_and_stamp(&client, &cfg, &dirs, instance_id, &cookie_options)
                 .await

@@ -288,8 +288,32 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
 
     init_cluster(&conf);
     assert!(list_bookies(&zk).writable.is_empty());
+    // As after Pulsar's cluster setup, which writes no LAYOUT: the bookie writes it at start,
+    // as a Java bookie does.
+    let cfg = MetadataConfig::for_cluster(&zk.servers(), "/ledgers");
+    let layout = || {
+        runtime().block_on(async {
+            let client = zk::connect(&cfg).await.expect("connect to ZooKeeper");
+            cluster::read_layout(&client, &cfg)
+                .await
+                .expect("read LAYOUT")
+        })
+    };
+    runtime().block_on(async {
+        let client = zk::connect(&cfg).await.expect("connect to ZooKeeper");
+        client
+            .delete("/ledgers/LAYOUT", None)
+            .await
+            .expect("delete LAYOUT");
+    });
+    assert_eq!(layout(), None);
 
     let mut b = start_registered(&zk, &conf, port);
+    assert_eq!(
+        layout(),
+        Some(cluster::LedgerLayout::Hierarchical),
+        "the bookie wrote the missing LAYOUT"
+    );
     let listed = Command::new(env!("CARGO_BIN_EXE_bookie"))
         .args(["listbookies", "--conf"])
         .arg(&conf)
