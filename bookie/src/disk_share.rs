@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 
 use storage::{AlignedBuf, Completion, IoError, Op, Storage, Wait};
 
+use crate::metrics::Metrics;
 use crate::storage_wrap::forward_storage;
 
 /// The bookie's share of one disk between journals and readers.
-#[derive(Debug)]
 pub struct DiskShare {
     /// Bit `shard % 64`: that shard's journal holds records not yet durable.
     journals_waiting: AtomicU64,
@@ -34,21 +34,24 @@ pub struct DiskShare {
     depth: usize,
     beside_journal: usize,
     max_wait: Duration,
-    /// Reads that waited for their turn, and that went ahead after `max_wait`.
-    pub waited: AtomicU64,
-    pub overdue: AtomicU64,
+    /// Counts reads that waited for their turn, and those that went ahead after `max_wait`.
+    metrics: Arc<Metrics>,
 }
 
 impl DiskShare {
-    pub fn new(depth: usize, beside_journal: usize, max_wait: Duration) -> Arc<DiskShare> {
+    pub fn new(
+        depth: usize,
+        beside_journal: usize,
+        max_wait: Duration,
+        metrics: Arc<Metrics>,
+    ) -> Arc<DiskShare> {
         Arc::new(DiskShare {
             journals_waiting: AtomicU64::new(0),
             reads_in_flight: AtomicUsize::new(0),
             depth,
             beside_journal,
             max_wait,
-            waited: AtomicU64::new(0),
-            overdue: AtomicU64::new(0),
+            metrics,
         })
     }
 
@@ -92,11 +95,11 @@ impl DiskShare {
                 return;
             }
             let t0 = *started.get_or_insert_with(|| {
-                self.waited.fetch_add(1, Ordering::Relaxed);
+                self.metrics.reads_waited.fetch_add(1, Ordering::Relaxed);
                 Instant::now()
             });
             if t0.elapsed() >= self.max_wait {
-                self.overdue.fetch_add(1, Ordering::Relaxed);
+                self.metrics.reads_overdue.fetch_add(1, Ordering::Relaxed);
                 self.reads_in_flight.fetch_add(1, Ordering::AcqRel);
                 return;
             }
@@ -181,7 +184,7 @@ mod tests {
 
     #[test]
     fn depth_follows_the_journal_and_a_read_never_waits_past_max_wait() {
-        let share = DiskShare::new(4, 1, Duration::from_millis(5));
+        let share = DiskShare::new(4, 1, Duration::from_millis(5), Arc::new(Metrics::new(1)));
         for _ in 0..4 {
             share.begin_read();
         }
@@ -190,7 +193,7 @@ mod tests {
             4,
             "full depth while no journal waits"
         );
-        assert_eq!(share.waited.load(Ordering::Relaxed), 0);
+        assert_eq!(share.metrics.reads_waited.load(Ordering::Relaxed), 0);
         share.journal_waiting(3, true);
         let t = Instant::now();
         share.begin_read();
@@ -199,7 +202,7 @@ mod tests {
             "waited for its turn"
         );
         assert_eq!(
-            share.overdue.load(Ordering::Relaxed),
+            share.metrics.reads_overdue.load(Ordering::Relaxed),
             1,
             "then went ahead anyway"
         );
@@ -208,7 +211,7 @@ mod tests {
         }
         share.begin_read();
         assert_eq!(
-            share.overdue.load(Ordering::Relaxed),
+            share.metrics.reads_overdue.load(Ordering::Relaxed),
             1,
             "one beside the journal"
         );
@@ -216,7 +219,7 @@ mod tests {
         share.begin_read();
         share.begin_read();
         assert_eq!(share.reads_in_flight(), 3);
-        assert_eq!(share.overdue.load(Ordering::Relaxed), 1);
+        assert_eq!(share.metrics.reads_overdue.load(Ordering::Relaxed), 1);
         for _ in 0..10 {
             share.end_read();
         }
@@ -225,11 +228,11 @@ mod tests {
 
     #[test]
     fn zero_means_no_limit() {
-        let share = DiskShare::new(0, 0, Duration::from_millis(1));
+        let share = DiskShare::new(0, 0, Duration::from_millis(1), Arc::new(Metrics::new(1)));
         share.journal_waiting(0, true);
         for _ in 0..100 {
             share.begin_read();
         }
-        assert_eq!(share.waited.load(Ordering::Relaxed), 0);
+        assert_eq!(share.metrics.reads_waited.load(Ordering::Relaxed), 0);
     }
 }

@@ -259,7 +259,8 @@ pub fn start(
             flush_rate,
             reclaim,
             disk_share,
-            read_cache: (read_ahead.max_entries > 1).then(|| read_ahead.cache.clone()),
+            // The one condition the readers (`with_read_ahead`) and the shard's hits share.
+            read_cache: read_ahead.is_on().then(|| read_ahead.cache.clone()),
         },
         recovered,
         done_rx,
@@ -390,6 +391,28 @@ fn reply(
     });
 }
 
+/// The reply to a single-entry read from ledger storage (a reader's, or the shard's from the
+/// read-ahead cache): the body, or ENOENTRY when the store does not have it.
+pub fn entry_reply(
+    ledger: i64,
+    reply_entry_id: i64,
+    max_lac: Option<i64>,
+    body: Option<bytes::Bytes>,
+) -> Response {
+    Response::ReadEntry {
+        status: if body.is_some() {
+            StatusCode::EOK
+        } else {
+            StatusCode::ENOENTRY
+        },
+        ledger_id: ledger,
+        entry_id: reply_entry_id,
+        body,
+        max_lac,
+        lac_update_timestamp: None,
+    }
+}
+
 /// The reply a disk read gets when it cannot be done (`status`: EIO, ETOOMANYREQUESTS).
 pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
     match *read {
@@ -437,18 +460,7 @@ fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: DiskRead) 
             reply_entry_id,
             max_lac,
         } => match reader.read(view, ledger as u64, entry as u64) {
-            Ok(body) => Response::ReadEntry {
-                status: if body.is_some() {
-                    StatusCode::EOK
-                } else {
-                    StatusCode::ENOENTRY
-                },
-                ledger_id: ledger,
-                entry_id: reply_entry_id,
-                body,
-                max_lac,
-                lac_update_timestamp: None,
-            },
+            Ok(body) => entry_reply(ledger, reply_entry_id, max_lac, body),
             Err(e) => fail(&read, e),
         },
         DiskRead::Batch {

@@ -362,6 +362,10 @@ fn add_or_read(op: Op) -> Option<usize> {
 pub struct Metrics {
     pub shards: Vec<ShardMetrics>,
     pub gc_control: GcControl,
+    /// Reads that waited for their turn in the journal-first disk share (`disk_share.rs`),
+    /// and those that went ahead after its longest wait.
+    pub reads_waited: AtomicU64,
+    pub reads_overdue: AtomicU64,
 }
 
 const QUANTILES: [f64; 7] = [0.5, 0.75, 0.95, 0.99, 0.999, 0.9999, 1.0];
@@ -371,6 +375,8 @@ impl Metrics {
         Metrics {
             shards: (0..shards).map(|_| ShardMetrics::default()).collect(),
             gc_control: GcControl::default(),
+            reads_waited: AtomicU64::new(0),
+            reads_overdue: AtomicU64::new(0),
         }
     }
 
@@ -542,6 +548,19 @@ impl Metrics {
         for (name, pick) in read_ahead {
             let _ = writeln!(o, "# TYPE {name} counter");
             let _ = writeln!(o, "{name} {}", sum(pick));
+        }
+        for (name, v) in [
+            (
+                "bookie_rs_disk_share_reads_waited_total",
+                &self.reads_waited,
+            ),
+            (
+                "bookie_rs_disk_share_reads_overdue_total",
+                &self.reads_overdue,
+            ),
+        ] {
+            let _ = writeln!(o, "# TYPE {name} counter");
+            let _ = writeln!(o, "{name} {}", v.load(Ordering::Relaxed));
         }
         let ledgers: i64 = self
             .shards

@@ -118,6 +118,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         config.read_threads_per_shard.max(1) * shards,
         config.reads_beside_journal.unwrap_or(shards),
         Duration::from_millis(2),
+        metrics.clone(),
     );
     let (stop_tx, stop_rx) = watch::channel(false);
     let (ready_tx, ready_rx) = std_mpsc::channel::<Result<usize, String>>();

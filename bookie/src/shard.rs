@@ -638,14 +638,8 @@ impl Shard {
                 .unwrap_or_else(|p| p.into_inner())
                 .take(*ledger as u64, *entry as u64);
             if let Some(body) = hit {
-                let reply = Response::ReadEntry {
-                    status: StatusCode::EOK,
-                    ledger_id: *ledger,
-                    entry_id: *reply_entry_id,
-                    body: Some(body),
-                    max_lac: *max_lac,
-                    lac_update_timestamp: None,
-                };
+                let reply =
+                    ledger_storage::entry_reply(*ledger, *reply_entry_id, *max_lac, Some(body));
                 self.respond(to, reply);
                 return;
             }

@@ -39,6 +39,13 @@ pub struct ReadAhead {
     pub max_bytes: usize,
 }
 
+impl ReadAhead {
+    /// Whether a read-ahead would ever bring more than the asked entry.
+    pub fn is_on(&self) -> bool {
+        self.max_entries > 1 && self.max_bytes > 0
+    }
+}
+
 /// Ledgers whose last asked entry a reader remembers, to tell sequential reads.
 const SEQUENTIAL_LEDGERS: usize = 4096;
 
@@ -71,9 +78,9 @@ impl<S: Storage> Reader<S> {
         }
     }
 
-    /// Turns read-ahead on (module docs).
+    /// Turns read-ahead on (module docs), unless `ahead` reads no more than one entry.
     pub fn with_read_ahead(mut self, ahead: ReadAhead) -> Reader<S> {
-        if ahead.max_entries > 1 && ahead.max_bytes > 0 {
+        if ahead.is_on() {
             self.ahead = Some(ahead);
         }
         self
