@@ -82,30 +82,18 @@ impl DiskShare {
     }
 
     /// Waits for a read's turn (at most `max_wait`) and counts it in flight.
+    #[cfg(test)]
     pub fn begin_read(&self) {
-        let mut started: Option<Instant> = None;
-        loop {
-            let n = self.reads_in_flight.load(Ordering::Relaxed);
-            if n < self.limit()
-                && self
-                    .reads_in_flight
-                    .compare_exchange_weak(n, n + 1, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return;
-            }
-            let t0 = *started.get_or_insert_with(|| {
-                self.metrics.reads_waited.fetch_add(1, Ordering::Relaxed);
-                Instant::now()
-            });
-            if t0.elapsed() >= self.max_wait {
-                self.metrics.reads_overdue.fetch_add(1, Ordering::Relaxed);
-                self.reads_in_flight.fetch_add(1, Ordering::AcqRel);
-                return;
-            }
+        let mut turn = self.turn();
+        while !turn.try_take(self) {
             // A journal commit takes ~0.1–0.3 ms here: look again well within one.
             std::thread::sleep(Duration::from_micros(50));
         }
+    }
+
+    /// A read asking for its turn: [`Turn::try_take`] until it has it.
+    pub fn turn(&self) -> Turn {
+        Turn { started: None }
     }
 
     /// A read counted by [`begin_read`](Self::begin_read) completed.
@@ -121,12 +109,66 @@ impl DiskShare {
     }
 }
 
-/// A reader's storage port that takes its turn in the [`DiskShare`] for every read.
+/// One read's wait for its turn in a [`DiskShare`].
+pub struct Turn {
+    started: Option<Instant>,
+}
+
+impl Turn {
+    /// Takes the turn if the share has room, or if this read has waited `max_wait`; counts
+    /// the read in flight then. False: look again a little later.
+    pub fn try_take(&mut self, share: &DiskShare) -> bool {
+        loop {
+            let n = share.reads_in_flight.load(Ordering::Relaxed);
+            if n >= share.limit() {
+                break;
+            }
+            if share
+                .reads_in_flight
+                .compare_exchange_weak(n, n + 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return true;
+            }
+        }
+        let t0 = *self.started.get_or_insert_with(|| {
+            share.metrics.reads_waited.fetch_add(1, Ordering::Relaxed);
+            Instant::now()
+        });
+        if t0.elapsed() >= share.max_wait {
+            share.metrics.reads_overdue.fetch_add(1, Ordering::Relaxed);
+            share.reads_in_flight.fetch_add(1, Ordering::AcqRel);
+            return true;
+        }
+        false
+    }
+}
+
+/// A reader's storage port that takes its turn in the [`DiskShare`] for every read. A reader
+/// with reads of its own in flight waits for its next turn by reaping them (kept for its next
+/// `poll`), so one thread can keep many reads in flight within the share.
 pub struct Shared<S> {
     inner: S,
     share: Arc<DiskShare>,
     /// Tokens of this port's reads in flight.
     reads: Vec<u64>,
+    /// Completions reaped while waiting for a turn, not yet handed out by `poll`.
+    reaped: Vec<Completion>,
+}
+
+impl<S: Storage> Shared<S> {
+    /// Reaps completions into `reaped` (waiting at most `timeout_us`), ending their reads.
+    fn reap(&mut self, wait: Wait) -> Result<(), IoError> {
+        let before = self.reaped.len();
+        let r = self.inner.poll(&mut self.reaped, wait);
+        for c in &self.reaped[before..] {
+            if let Some(i) = self.reads.iter().position(|t| *t == c.token) {
+                self.reads.swap_remove(i);
+                self.share.end_read();
+            }
+        }
+        r
+    }
 }
 
 impl<S: Storage> Shared<S> {
@@ -135,6 +177,7 @@ impl<S: Storage> Shared<S> {
             inner,
             share,
             reads: Vec::new(),
+            reaped: Vec::new(),
         }
     }
 }
@@ -153,7 +196,16 @@ impl<S: Storage> Storage for Shared<S> {
         if !matches!(op, Op::Read { .. }) {
             return self.inner.submit(token, op);
         }
-        self.share.begin_read();
+        let mut turn = self.share.turn();
+        while !turn.try_take(&self.share) {
+            if self.reads.is_empty() {
+                std::thread::sleep(Duration::from_micros(50));
+            } else if let Err(e) = self.reap(Wait::AtLeastOne {
+                timeout_us: Some(50),
+            }) {
+                return Err((e, None));
+            }
+        }
         match self.inner.submit(token, op) {
             Ok(()) => {
                 self.reads.push(token);
@@ -166,15 +218,19 @@ impl<S: Storage> Storage for Shared<S> {
         }
     }
     fn poll(&mut self, out: &mut Vec<Completion>, wait: Wait) -> Result<(), IoError> {
-        let before = out.len();
-        let r = self.inner.poll(out, wait);
-        for c in &out[before..] {
-            if let Some(i) = self.reads.iter().position(|t| *t == c.token) {
-                self.reads.swap_remove(i);
-                self.share.end_read();
-            }
-        }
+        // What was reaped while waiting for a turn satisfies any wait.
+        let wait = if self.reaped.is_empty() {
+            wait
+        } else {
+            Wait::No
+        };
+        let r = self.reap(wait);
+        out.append(&mut self.reaped);
         r
+    }
+    fn in_flight(&self) -> usize {
+        // Reaped but not yet handed out counts as in flight for the caller.
+        self.inner.in_flight() + self.reaped.len()
     }
 }
 
@@ -234,5 +290,43 @@ mod tests {
             share.begin_read();
         }
         assert_eq!(share.metrics.reads_waited.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_reader_with_reads_in_flight_waits_for_its_turn_by_reaping_them() {
+        use storage::sim::{SimConfig, SimDisk};
+        let disk = SimDisk::new(SimConfig::new(3).with_latency_us(100, 300));
+        let share = DiskShare::new(2, 1, Duration::from_secs(5), Arc::new(Metrics::new(1)));
+        let mut port = Shared::new(disk.storage("d"), share.clone());
+        let file = port.open("f", true).unwrap();
+        for token in 0..8u64 {
+            let op = Op::Read {
+                file,
+                offset: token * 4096,
+                buf: AlignedBuf::zeroed(4096),
+            };
+            port.submit(token, op).unwrap();
+            assert!(share.reads_in_flight() <= 2, "within the share's depth");
+        }
+        let mut out = Vec::new();
+        while out.len() < 8 {
+            port.poll(&mut out, Wait::AtLeastOne { timeout_us: None })
+                .unwrap();
+        }
+        let mut tokens: Vec<u64> = out.iter().map(|c| c.token).collect();
+        tokens.sort_unstable();
+        assert_eq!(
+            tokens,
+            (0..8).collect::<Vec<_>>(),
+            "every completion handed out once"
+        );
+        assert_eq!(share.reads_in_flight(), 0);
+        assert_eq!(port.in_flight(), 0);
+        assert_eq!(
+            share.metrics.reads_overdue.load(Ordering::Relaxed),
+            0,
+            "no read waited out max_wait: it reaped its own"
+        );
+        assert!(share.metrics.reads_waited.load(Ordering::Relaxed) >= 6);
     }
 }

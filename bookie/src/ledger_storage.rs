@@ -214,6 +214,11 @@ pub fn start(
         let read_rx = read_rx.clone();
         let reader_config = reader_config.clone();
         let deferred_max = read_queue.div_ceil(readers);
+        // This reader's part of the disk's depth (within its ring's 64 slots).
+        let max_batch = bookie
+            .read_depth
+            .div_ceil(readers * bookie.shard_count().max(1))
+            .clamp(1, 32);
         std::thread::Builder::new()
             .name(format!("read-{shard}-{r}"))
             .spawn(move || {
@@ -246,7 +251,13 @@ pub fn start(
                     runs: 0,
                     entries: 0,
                 };
-                serve_reads(&mut reader, &read_rx, &peers, deferred_max, stats);
+                serve_reads(
+                    &mut reader,
+                    &read_rx,
+                    &peers,
+                    (deferred_max, max_batch),
+                    stats,
+                );
             })
             .map_err(|e| format!("cannot start a reader thread: {e}"))?;
     }
@@ -267,57 +278,133 @@ pub fn start(
     ))
 }
 
-/// A reader thread's loop: cache-miss reads in arrival order (among the reads this reader
-/// took from the shared queue: readers run side by side, so replies of one connection may
-/// overtake each other, as with a Java bookie's read thread pool), except that a read for a
+/// A reader thread's loop: cache-miss reads in arrival order, gathered into batches of up
+/// to `max_batch` whose device reads go in flight together (`serve_batch`). Among the reads
+/// this reader took from the shared queue: readers run side by side, so replies of one
+/// connection may overtake each other, as with a Java bookie's read thread pool. A read for a
 /// connection over its reply budget waits (deferred, without blocking the others) until the
 /// connection drains, and a read for a closed connection is skipped.
 fn serve_reads(
     reader: &mut Reader<ReaderStorage>,
     jobs: &crossbeam_channel::Receiver<ReadJob>,
     peers: &[ShardHandle],
-    max_deferred: usize,
+    (max_deferred, max_batch): (usize, usize),
     mut stats: ReadStats,
 ) {
     let mut deferred: VecDeque<ReadJob> = VecDeque::new();
+    let mut batch: Vec<ReadJob> = Vec::with_capacity(max_batch);
     loop {
         for _ in 0..deferred.len() {
             let job = deferred.pop_front().expect("counted");
             if job.conn.is_gone() {
                 continue;
             }
-            if !job.conn.has_room() {
+            if batch.len() >= max_batch || !job.conn.has_room() {
                 deferred.push_back(job);
                 continue;
             }
-            serve_read(reader, job, peers);
+            batch.push(job);
+        }
+        if batch.is_empty() {
+            let next = if deferred.is_empty() {
+                jobs.recv().map_err(|_| true)
+            } else if deferred.len() >= max_deferred {
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            } else {
+                jobs.recv_timeout(Duration::from_millis(1))
+                    .map_err(|e| e == crossbeam_channel::RecvTimeoutError::Disconnected)
+            };
+            match next {
+                Ok(job) => take_job(job, &mut deferred, &mut batch),
+                Err(true) => return,
+                Err(false) => continue,
+            }
+        }
+        // Whatever else waits joins the batch: its reads go in flight together.
+        while batch.len() < max_batch && deferred.len() < max_deferred {
+            match jobs.try_recv() {
+                Ok(job) => take_job(job, &mut deferred, &mut batch),
+                Err(_) => break,
+            }
+        }
+        if !batch.is_empty() {
+            serve_batch(reader, &mut batch, peers);
             stats.update(reader);
         }
-        let next = if deferred.is_empty() {
-            jobs.recv().map_err(|_| true)
-        } else if deferred.len() >= max_deferred {
-            std::thread::sleep(Duration::from_millis(1));
-            continue;
-        } else {
-            jobs.recv_timeout(Duration::from_millis(1))
-                .map_err(|e| e == crossbeam_channel::RecvTimeoutError::Disconnected)
-        };
-        let job = match next {
-            Ok(job) => job,
-            Err(true) => return,
-            Err(false) => continue,
-        };
-        if job.conn.is_gone() {
-            continue;
+    }
+}
+
+/// Puts a job in the batch, or among the deferred when its connection is over its reply
+/// budget or has an earlier read deferred (keep their order); drops it if the connection
+/// closed.
+fn take_job(job: ReadJob, deferred: &mut VecDeque<ReadJob>, batch: &mut Vec<ReadJob>) {
+    if job.conn.is_gone() {
+        return;
+    }
+    let behind = deferred.iter().any(|d| Arc::ptr_eq(&d.conn, &job.conn));
+    if behind || !job.conn.has_room() {
+        deferred.push_back(job);
+    } else {
+        batch.push(job);
+    }
+}
+
+/// Serves a batch: single-entry reads through `Reader::read_each` (their device reads in
+/// flight together), the others (batch reads, entry lists, LAC reads) one by one; the replies
+/// go out in the batch's order once all are done.
+fn serve_batch(
+    reader: &mut Reader<ReaderStorage>,
+    batch: &mut Vec<ReadJob>,
+    peers: &[ShardHandle],
+) {
+    let mut responses: Vec<Option<Response>> = Vec::with_capacity(batch.len());
+    let mut singles: Vec<(usize, i64, i64, Option<i64>)> = Vec::new();
+    for (at, job) in batch.iter().enumerate() {
+        match job.read {
+            DiskRead::Entry {
+                ledger,
+                reply_entry_id,
+                max_lac,
+                ..
+            } => {
+                singles.push((at, ledger, reply_entry_id, max_lac));
+                responses.push(None);
+            }
+            _ => responses.push(Some(execute(reader, &job.view, job.read.clone()))),
         }
-        // Behind an earlier read of the same connection: keep their order.
-        let behind = deferred.iter().any(|d| Arc::ptr_eq(&d.conn, &job.conn));
-        if behind || !job.conn.has_room() {
-            deferred.push_back(job);
-            continue;
+    }
+    if !singles.is_empty() {
+        let asked: Vec<(&ReadView, u64, u64)> = singles
+            .iter()
+            .map(|&(at, ..)| {
+                let DiskRead::Entry { ledger, entry, .. } = batch[at].read else {
+                    unreachable!("only entry reads are singles")
+                };
+                (&*batch[at].view, ledger as u64, entry as u64)
+            })
+            .collect();
+        let bodies = reader.read_each(&asked);
+        for (&(at, ledger, reply_entry_id, max_lac), body) in singles.iter().zip(bodies) {
+            responses[at] = Some(match body {
+                Ok(body) => entry_reply(ledger, reply_entry_id, max_lac, body),
+                Err(e) => {
+                    log::error!("cache-miss read {:?} failed: {e}", batch[at].read);
+                    error_reply(&batch[at].read, StatusCode::EIO)
+                }
+            });
         }
-        serve_read(reader, job, peers);
-        stats.update(reader);
+    }
+    for (job, response) in batch.drain(..).zip(responses) {
+        let response = response.expect("every read of the batch answered");
+        reply(
+            peers,
+            job.origin,
+            job.conn_id,
+            job.header,
+            response,
+            job.timing,
+        );
     }
 }
 
@@ -346,18 +433,6 @@ impl ReadStats {
             m.read_cache_hits.fetch_max(hits, Ordering::Relaxed);
         }
     }
-}
-
-fn serve_read(reader: &mut Reader<ReaderStorage>, job: ReadJob, peers: &[ShardHandle]) {
-    let response = execute(reader, &job.view, job.read);
-    reply(
-        peers,
-        job.origin,
-        job.conn_id,
-        job.header,
-        response,
-        job.timing,
-    );
 }
 
 /// Nice values of the flush and reader threads (shard threads run at 0).

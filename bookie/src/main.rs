@@ -61,7 +61,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve (the default, with standalone settings).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print what is on disk.
     Inspect {
         #[command(subcommand)]
@@ -125,10 +125,13 @@ struct ServeArgs {
     #[arg(long)]
     commit_gap_us: Option<u64>,
     /// Cache-miss reads in flight across the bookie while a journal has records to make
-    /// durable (default: one per shard; 0: no limit). With no journal waiting, every reader
-    /// thread may read at once.
+    /// durable (default: one per shard; 0: no limit). With no journal waiting, `--read-depth`.
     #[arg(long)]
     reads_beside_journal: Option<usize>,
+    /// Cache-miss reads in flight across the bookie while no journal waits (default 32: the
+    /// queue depth at which this class of disk reaches its random-read rate).
+    #[arg(long)]
+    read_depth: Option<usize>,
     /// Write cache per shard, in MiB (flushed to ledger storage when half full).
     #[arg(long)]
     write_cache_mb: Option<usize>,
@@ -164,7 +167,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         None => serve(ServeArgs::default()),
-        Some(Command::Serve(args)) => serve(args),
+        Some(Command::Serve(args)) => serve(*args),
         Some(Command::Initnewcluster(a)) => return meta_command("initnewcluster", &a),
         Some(Command::Metaformat(a)) => return meta_command("metaformat", &a),
         Some(Command::Listbookies(a)) => return meta_command("listbookies", &a),
@@ -250,6 +253,9 @@ fn settings(args: ServeArgs) -> Result<BookieConfig, String> {
     }
     if let Some(n) = args.reads_beside_journal {
         c.reads_beside_journal = Some(n);
+    }
+    if let Some(n) = args.read_depth {
+        c.read_depth = n.max(1);
     }
     if let Some(us) = args.commit_gap_us {
         c.journal.idle_commit_gap_us = us;

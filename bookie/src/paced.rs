@@ -79,6 +79,9 @@ impl<S: Storage> Paced<S> {
 
 impl<S: Storage> Storage for Paced<S> {
     forward_storage!();
+    fn in_flight(&self) -> usize {
+        self.inner.in_flight()
+    }
     fn submit(&mut self, token: u64, op: Op) -> Result<(), (IoError, Option<AlignedBuf>)> {
         if let Op::Write { buf, .. } = &op {
             self.pace(buf.len());

@@ -113,9 +113,11 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     let metrics = Arc::new(Metrics::new(shards));
     let reclaim =
         Reclaimer::start().map_err(|e| format!("cannot start the reclaim thread: {e}"))?;
-    // Every reader may be in flight while no journal waits; one per shard beside a journal.
+    // The disk's depth while no journal waits; one read per shard beside a journal.
     let disk_share = DiskShare::new(
-        config.read_threads_per_shard.max(1) * shards,
+        config
+            .read_depth
+            .max(config.read_threads_per_shard.max(1) * shards),
         config.reads_beside_journal.unwrap_or(shards),
         Duration::from_millis(2),
         metrics.clone(),

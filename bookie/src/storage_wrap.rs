@@ -4,9 +4,9 @@
 //! [`forward_storage!`].
 
 /// Implements the namespace operations of `Storage` (`kind`, `list`, `open`, `close`,
-/// `file_len`, `allocate`, `truncate`, `rename`, `remove`, `sync_dir`) and `in_flight` /
-/// `submit_pending` by calling `self.inner`. Use inside `impl<S: Storage> Storage for W<S>`,
-/// which then defines `submit` and `poll` itself.
+/// `file_len`, `allocate`, `truncate`, `rename`, `remove`, `sync_dir`) and `submit_pending` by
+/// calling `self.inner`. Use inside `impl<S: Storage> Storage for W<S>`, which then defines
+/// `submit`, `poll` and `in_flight` itself.
 macro_rules! forward_storage {
     () => {
         fn kind(&self) -> storage::DriverKind {
@@ -43,9 +43,6 @@ macro_rules! forward_storage {
         }
         fn sync_dir(&mut self) -> Result<(), storage::IoError> {
             self.inner.sync_dir()
-        }
-        fn in_flight(&self) -> usize {
-            self.inner.in_flight()
         }
         fn submit_pending(&mut self) -> Result<(), storage::IoError> {
             self.inner.submit_pending()

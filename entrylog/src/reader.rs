@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use storage::{FileId, Storage};
+use storage::{align_down, align_up, AlignedBuf, Completion, FileId, Op, Storage, Wait};
 
 use crate::error::{CorruptionKind, StoreError};
 use crate::format::*;
@@ -95,14 +95,7 @@ impl<S: Storage> Reader<S> {
         ledger: u64,
         entry: u64,
     ) -> Result<Option<Bytes>, StoreError> {
-        let asked_in_order = self.note_asked(ledger, entry);
-        let sequential = asked_in_order
-            || self.ahead.as_ref().is_some_and(|a| {
-                a.cache
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .follows_run(ledger, entry)
-            });
+        let sequential = self.is_sequential(ledger, entry);
         self.read_ahead_of(view, ledger, entry, if sequential { usize::MAX } else { 1 })
     }
 
@@ -117,6 +110,163 @@ impl<S: Storage> Reader<S> {
     ) -> Result<Option<Bytes>, StoreError> {
         self.note_asked(ledger, entry);
         self.read_ahead_of(view, ledger, entry, count)
+    }
+
+    /// Reads several entries, with the device reads of those that are not sequential all in
+    /// flight at once on this reader's ring: random reads at the device's depth from one
+    /// thread, one `io_uring_enter` for the lot. Entries in the read-ahead cache are taken
+    /// from it, and a read that follows the previous read of its ledger goes through
+    /// [`read`](Self::read) (with its read-ahead) before the others are submitted. One result
+    /// per asked `(view, ledger, entry)`, in order; each entry is verified as a single read is.
+    pub fn read_each(
+        &mut self,
+        asked: &[(&ReadView, u64, u64)],
+    ) -> Vec<Result<Option<Bytes>, StoreError>> {
+        let mut results: Vec<Option<Result<Option<Bytes>, StoreError>>> =
+            (0..asked.len()).map(|_| None).collect();
+        let mut pending: Vec<PendingRead> = Vec::new();
+        for (at, &(view, ledger, entry)) in asked.iter().enumerate() {
+            if self.is_sequential(ledger, entry) {
+                results[at] = Some(self.read_ahead_of(view, ledger, entry, usize::MAX));
+                continue;
+            }
+            match self.single_read_of(view, ledger, entry) {
+                Ok(Single::Done(body)) => results[at] = Some(Ok(body)),
+                Ok(Single::Device(loc, file)) => pending.push(PendingRead {
+                    at,
+                    loc,
+                    file,
+                    ledger,
+                    entry,
+                }),
+                Err(e) => results[at] = Some(Err(e)),
+            }
+        }
+        for (at, r) in self.read_all(&pending) {
+            results[at] = Some(r);
+        }
+        results
+            .into_iter()
+            .map(|r| r.expect("every asked entry answered"))
+            .collect()
+    }
+
+    /// Whether a read of `entry` would read ahead (it follows the previous read of its
+    /// ledger, or the end of a run read ahead); notes it as asked.
+    fn is_sequential(&mut self, ledger: u64, entry: u64) -> bool {
+        let in_order = self.note_asked(ledger, entry);
+        in_order
+            || self.ahead.as_ref().is_some_and(|a| {
+                a.cache
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .follows_run(ledger, entry)
+            })
+    }
+
+    /// A single read without read-ahead, up to the device: answered already (deleted ledger,
+    /// read-ahead cache, not in the index) or where to read it.
+    fn single_read_of(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        entry: u64,
+    ) -> Result<Single, StoreError> {
+        self.prune(view);
+        if view.is_deleted(ledger) {
+            return Ok(Single::Done(None));
+        }
+        if let Some(ahead) = &self.ahead {
+            let cached = ahead
+                .cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(ledger, entry);
+            if cached.is_some() {
+                return Ok(Single::Done(cached));
+            }
+        }
+        let Some(loc) = self.locate(view, ledger, entry)? else {
+            return Ok(Single::Done(None));
+        };
+        let file = self.file(FileKind::Segment, loc.segment as u64)?;
+        Ok(Single::Device(loc, file))
+    }
+
+    /// Submits every read of `pending` (the storage port queues them; the first wait enters
+    /// the kernel once for all), then reaps them as they complete. A short read (a fault, or
+    /// a file shorter than the index says) is read again alone, once the ring is drained.
+    fn read_all(
+        &mut self,
+        pending: &[PendingRead],
+    ) -> Vec<(usize, Result<Option<Bytes>, StoreError>)> {
+        let mut done = Vec::with_capacity(pending.len());
+        // Per pending read: answered, or to read again alone.
+        let mut answered = vec![false; pending.len()];
+        let mut waiting = 0usize;
+        for (k, p) in pending.iter().enumerate() {
+            let start = align_down(p.loc.offset as usize) as u64;
+            let want = (p.loc.offset - start) as usize + ENTRY_HEADER_BYTES + p.loc.length as usize;
+            let op = Op::Read {
+                file: p.file,
+                offset: start,
+                buf: AlignedBuf::zeroed(align_up(want)),
+            };
+            match self.storage.submit(k as u64, op) {
+                Ok(()) => waiting += 1,
+                Err((e, _)) => {
+                    answered[k] = true;
+                    done.push((p.at, Err(p.io_error(e))));
+                }
+            }
+        }
+        let mut out: Vec<Completion> = Vec::with_capacity(waiting);
+        while waiting > 0 {
+            if let Err(e) = self
+                .storage
+                .poll(&mut out, Wait::AtLeastOne { timeout_us: None })
+            {
+                // The ring itself failed: nothing more will complete here.
+                for (k, p) in pending.iter().enumerate() {
+                    if !answered[k] {
+                        done.push((p.at, Err(p.io_error(e))));
+                    }
+                }
+                return done;
+            }
+            if out.is_empty() && self.storage.in_flight() == 0 {
+                break;
+            }
+            for c in out.drain(..) {
+                let k = c.token as usize;
+                let Some(p) = pending.get(k) else {
+                    continue;
+                };
+                waiting -= 1;
+                let skip = (p.loc.offset - align_down(p.loc.offset as usize) as u64) as usize;
+                let total = ENTRY_HEADER_BYTES + p.loc.length as usize;
+                match (c.result, c.buf) {
+                    (Ok(n), Some(buf)) if n >= skip + total => {
+                        answered[k] = true;
+                        let body = &buf[skip..skip + total];
+                        let r = segment::decode_entry(body, p.loc, p.ledger, p.entry);
+                        done.push((p.at, r.map(Some)));
+                    }
+                    (Ok(_), _) => {} // short: read again below
+                    (Err(e), _) => {
+                        answered[k] = true;
+                        done.push((p.at, Err(p.io_error(e))));
+                    }
+                }
+            }
+        }
+        for (k, p) in pending.iter().enumerate() {
+            if !answered[k] {
+                let r = segment::read_entry(&mut self.storage, p.file, p.loc, p.ledger, p.entry);
+                done.push((p.at, r.map(Some)));
+            }
+        }
+        done
     }
 
     /// Records that `entry` of `ledger` was asked; true if it follows the previous one asked.
@@ -388,4 +538,29 @@ pub fn lookup_in(
         }
     }
     None
+}
+
+/// Where a single read stands before the device.
+enum Single {
+    Done(Option<Bytes>),
+    Device(Location, FileId),
+}
+
+/// A device read of [`Reader::read_all`]: the entry asked at position `at`.
+struct PendingRead {
+    at: usize,
+    loc: Location,
+    file: FileId,
+    ledger: u64,
+    entry: u64,
+}
+
+impl PendingRead {
+    fn io_error(&self, e: storage::IoError) -> StoreError {
+        StoreError::io(
+            "read entry",
+            &file_name(FileKind::Segment, self.loc.segment as u64),
+            e,
+        )
+    }
 }

@@ -351,6 +351,7 @@ impl Inner {
                 kind,
             },
         );
+        self.stats.max_queued = self.stats.max_queued.max(self.queue.len() as u64);
         Ok(())
     }
 

@@ -230,6 +230,8 @@ pub struct SimStats {
     pub crash_dir_ops_lost: u64,
     /// Contract violations that the sim tolerated (closing a file with ops in flight).
     pub misuse: u64,
+    /// The most ops queued on the device at once (all handles): the depth reached.
+    pub max_queued: u64,
 }
 
 /// One simulated device. Clones share the device.
