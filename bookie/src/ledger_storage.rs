@@ -5,12 +5,12 @@
 //! may stall the shard's loop, which must keep answering adds within a millisecond. The
 //! flusher turns a frozen write cache into entry logs + index + metadata (the checkpoint order
 //! lives in `entrylog::LedgerStore::flush`) and reports back; the shard then trims its journal.
-//! The reader serves cache misses one at a time from a bounded queue, so catch-up reads get a
-//! bounded share of the disk: at most one read in flight per reader, and a full queue answers
-//! ETOOMANYREQUESTS instead of queuing without end. Sequential reads are served by read-ahead
-//! (one read per run of a ledger into the shard's read-ahead cache, `entrylog::reader`), so the
-//! one read in flight moves a run at a time. Replies go straight to the shard holding the
-//! connection.
+//! The reader serves cache misses from a bounded queue (full: ETOOMANYREQUESTS instead of
+//! queuing without end), taking what waits there as one batch whose random reads go in flight
+//! together on its ring (`Reader::read_each`): the disk's depth from one thread, within the
+//! journal-first share (`disk_share`). Sequential reads are served by read-ahead (one read per
+//! run of a ledger into the shard's read-ahead cache, `entrylog::reader`), so a catch-up read
+//! in flight moves a run at a time. Replies go straight to the shard holding the connection.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
