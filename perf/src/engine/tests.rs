@@ -113,6 +113,35 @@ fn silent_bookie_gives_timeouts_not_hangs() {
     keep.join().expect("joins");
 }
 
+/// A bookie that stops answering during the preload: the run stops after `--timeout` with a
+/// stall report, not after the preload's 10-minute deadline.
+#[test]
+fn preload_stall_is_reported_after_the_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+    let addr = listener.local_addr().expect("addr");
+    let keep = std::thread::spawn(move || {
+        let conn = listener.accept();
+        std::thread::sleep(Duration::from_secs(3));
+        drop(conn);
+    });
+    let mut c = config(vec![addr]);
+    c.preload_entries = 1000;
+    c.timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    let Err(err) = run(&c) else {
+        panic!("the preload cannot finish");
+    };
+    let err = err.to_string();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(err.contains("preload stalled"), "{err}");
+    assert!(err.contains("0 of 4000 entries were acknowledged"), "{err}");
+    keep.join().expect("joins");
+}
+
 /// Reads against the sink: sequential batch (v2), random (v3) and tailing, with verification.
 #[test]
 fn reads_against_the_sink_verify() {

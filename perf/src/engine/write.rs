@@ -143,6 +143,31 @@ impl Engine {
         l.poll_wait = false;
     }
 
+    /// A preload add unanswered past `--timeout`: the bookie stopped answering (a preload
+    /// never expires adds and carries on, which would leave holes the reads then miss), so the
+    /// run stops with what was seen instead of waiting out the preload's 10-minute deadline.
+    fn preload_stall(&self, now: u64, target: i64) -> Option<String> {
+        let timeout = self.config.timeout.as_nanos() as u64;
+        let late: Vec<&Op> = self
+            .ops
+            .iter()
+            .filter(|o| o.live && !o.decided && now.saturating_sub(o.sent) >= timeout)
+            .collect();
+        let oldest = late.iter().map(|o| o.sent).min()?;
+        let waiting = self.ops.iter().filter(|o| o.live && !o.decided).count();
+        let acked: i64 = self.ledgers.iter().map(|l| l.lac + 1).sum();
+        let total = target * self.ledgers.len() as i64;
+        Some(format!(
+            "preload stalled: {} of {waiting} adds in flight unanswered for over {:?} (oldest \
+             {:.1} s) after {acked} of {total} entries were acknowledged; the bookie stopped \
+             answering (is it reading its socket? `ss -tn` shows its receive queue); --timeout \
+             sets the limit",
+            late.len(),
+            self.config.timeout,
+            now.saturating_sub(oldest) as f64 / 1e9,
+        ))
+    }
+
     /// Writes `preload_entries` to every ledger (closed loop, 256 in flight, unrecorded).
     pub(super) fn preload(&mut self) -> Result<(), BoxError> {
         let target = self.config.preload_entries as i64;
@@ -180,6 +205,9 @@ impl Engine {
             }
             if self.conns.iter().all(|c| c.dead) {
                 return Err("every connection failed during the preload".into());
+            }
+            if let Some(stall) = self.preload_stall(now, target) {
+                return Err(stall.into());
             }
             if Instant::now() > deadline {
                 return Err("preload did not finish in 10 minutes".into());
