@@ -5,14 +5,9 @@
 //! may stall the shard's loop, which must keep answering adds within a millisecond. The
 //! flusher turns a frozen write cache into entry logs + index + metadata (the checkpoint order
 //! lives in `entrylog::LedgerStore::flush`) and reports back; the shard then trims its journal.
-//! The reader serves cache misses from a bounded queue (full: ETOOMANYREQUESTS instead of
-//! queuing without end), taking what waits there as one batch whose random reads go in flight
-//! together on its ring (`Reader::read_each`): the disk's depth from one thread, within the
-//! journal-first share (`disk_share`). Sequential reads are served by read-ahead (one read per
-//! run of a ledger into the shard's read-ahead cache, `entrylog::reader`), so a catch-up read
-//! in flight moves a run at a time. Replies go straight to the shard holding the connection.
+//! The readers serve cache misses from a bounded queue (full: ETOOMANYREQUESTS instead of
+//! queuing without end); their loop is `read_thread`.
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
@@ -20,21 +15,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use entrylog::{LedgerStore, LedgerStoreConfig, ReadAhead, ReadCache, ReadView, Reader, Recovered};
-use net::{availability, Response, ResponseFrame, ResponseHeader, StatusCode};
-use storage::RealStorage;
+use net::StatusCode;
 use tokio::sync::mpsc;
 
 use crate::compaction::{GcRunner, STEP_PAUSE};
 use crate::config::{BookieConfig, GcConfig};
 use crate::disk_share::{DiskShare, Shared};
-use crate::ledger::{DiskRead, LedgerTable};
-use crate::mailbox::{FlushJob, ReadJob, RemoteReply, ShardHandle, StoreEvent};
+use crate::mailbox::{FlushJob, ReadJob, ShardHandle, StoreEvent};
 use crate::metrics::Metrics;
 use crate::paced::Paced;
+use crate::read_thread::{error_reply, reply, serve_reads, ReadStats};
 use crate::reclaim::Reclaimer;
-
-/// A reader thread's storage port: its own ring, taking turns in the bookie's disk share.
-type ReaderStorage = Shared<RealStorage>;
 
 /// A shard's handles on its ledger-storage threads.
 pub struct LedgerStorageLink {
@@ -245,12 +236,7 @@ pub fn start(
                 };
                 let storage = Shared::new(storage, share);
                 let mut reader = Reader::new(storage, &reader_config).with_read_ahead(read_ahead);
-                let stats = ReadStats {
-                    metrics: read_metrics,
-                    shard,
-                    runs: 0,
-                    entries: 0,
-                };
+                let stats = ReadStats::new(read_metrics, shard);
                 serve_reads(
                     &mut reader,
                     &read_rx,
@@ -278,163 +264,6 @@ pub fn start(
     ))
 }
 
-/// A reader thread's loop: cache-miss reads in arrival order, gathered into batches of up
-/// to `max_batch` whose device reads go in flight together (`serve_batch`). Among the reads
-/// this reader took from the shared queue: readers run side by side, so replies of one
-/// connection may overtake each other, as with a Java bookie's read thread pool. A read for a
-/// connection over its reply budget waits (deferred, without blocking the others) until the
-/// connection drains, and a read for a closed connection is skipped.
-fn serve_reads(
-    reader: &mut Reader<ReaderStorage>,
-    jobs: &crossbeam_channel::Receiver<ReadJob>,
-    peers: &[ShardHandle],
-    (max_deferred, max_batch): (usize, usize),
-    mut stats: ReadStats,
-) {
-    let mut deferred: VecDeque<ReadJob> = VecDeque::new();
-    let mut batch: Vec<ReadJob> = Vec::with_capacity(max_batch);
-    loop {
-        for _ in 0..deferred.len() {
-            let job = deferred.pop_front().expect("counted");
-            if job.conn.is_gone() {
-                continue;
-            }
-            if batch.len() >= max_batch || !job.conn.has_room() {
-                deferred.push_back(job);
-                continue;
-            }
-            batch.push(job);
-        }
-        if batch.is_empty() {
-            let next = if deferred.is_empty() {
-                jobs.recv().map_err(|_| true)
-            } else if deferred.len() >= max_deferred {
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
-            } else {
-                jobs.recv_timeout(Duration::from_millis(1))
-                    .map_err(|e| e == crossbeam_channel::RecvTimeoutError::Disconnected)
-            };
-            match next {
-                Ok(job) => take_job(job, &mut deferred, &mut batch),
-                Err(true) => return,
-                Err(false) => continue,
-            }
-        }
-        // Whatever else waits joins the batch: its reads go in flight together.
-        while batch.len() < max_batch && deferred.len() < max_deferred {
-            match jobs.try_recv() {
-                Ok(job) => take_job(job, &mut deferred, &mut batch),
-                Err(_) => break,
-            }
-        }
-        if !batch.is_empty() {
-            serve_batch(reader, &mut batch, peers);
-            stats.update(reader);
-        }
-    }
-}
-
-/// Puts a job in the batch, or among the deferred when its connection is over its reply
-/// budget or has an earlier read deferred (keep their order); drops it if the connection
-/// closed.
-fn take_job(job: ReadJob, deferred: &mut VecDeque<ReadJob>, batch: &mut Vec<ReadJob>) {
-    if job.conn.is_gone() {
-        return;
-    }
-    let behind = deferred.iter().any(|d| Arc::ptr_eq(&d.conn, &job.conn));
-    if behind || !job.conn.has_room() {
-        deferred.push_back(job);
-    } else {
-        batch.push(job);
-    }
-}
-
-/// Serves a batch: single-entry reads through `Reader::read_each` (their device reads in
-/// flight together), the others (batch reads, entry lists, LAC reads) one by one; the replies
-/// go out in the batch's order once all are done.
-fn serve_batch(
-    reader: &mut Reader<ReaderStorage>,
-    batch: &mut Vec<ReadJob>,
-    peers: &[ShardHandle],
-) {
-    let mut responses: Vec<Option<Response>> = Vec::with_capacity(batch.len());
-    let mut singles: Vec<(usize, i64, i64, Option<i64>)> = Vec::new();
-    for (at, job) in batch.iter().enumerate() {
-        match job.read {
-            DiskRead::Entry {
-                ledger,
-                reply_entry_id,
-                max_lac,
-                ..
-            } => {
-                singles.push((at, ledger, reply_entry_id, max_lac));
-                responses.push(None);
-            }
-            _ => responses.push(Some(execute(reader, &job.view, job.read.clone()))),
-        }
-    }
-    if !singles.is_empty() {
-        let asked: Vec<(&ReadView, u64, u64)> = singles
-            .iter()
-            .map(|&(at, ..)| {
-                let DiskRead::Entry { ledger, entry, .. } = batch[at].read else {
-                    unreachable!("only entry reads are singles")
-                };
-                (&*batch[at].view, ledger as u64, entry as u64)
-            })
-            .collect();
-        let bodies = reader.read_each(&asked);
-        for (&(at, ledger, reply_entry_id, max_lac), body) in singles.iter().zip(bodies) {
-            responses[at] = Some(match body {
-                Ok(body) => entry_reply(ledger, reply_entry_id, max_lac, body),
-                Err(e) => {
-                    log::error!("cache-miss read {:?} failed: {e}", batch[at].read);
-                    error_reply(&batch[at].read, StatusCode::EIO)
-                }
-            });
-        }
-    }
-    for (job, response) in batch.drain(..).zip(responses) {
-        let response = response.expect("every read of the batch answered");
-        reply(
-            peers,
-            job.origin,
-            job.conn_id,
-            job.header,
-            response,
-            job.timing,
-        );
-    }
-}
-
-/// What a reader adds to its shard's read-ahead metrics.
-struct ReadStats {
-    metrics: Arc<Metrics>,
-    shard: usize,
-    /// The reader's own counts already added.
-    runs: u64,
-    entries: u64,
-}
-
-impl ReadStats {
-    fn update(&mut self, reader: &Reader<ReaderStorage>) {
-        let m = &self.metrics.shards[self.shard];
-        m.read_ahead_runs
-            .fetch_add(reader.runs_read - self.runs, Ordering::Relaxed);
-        m.read_ahead_entries
-            .fetch_add(reader.entries_ahead - self.entries, Ordering::Relaxed);
-        self.runs = reader.runs_read;
-        self.entries = reader.entries_ahead;
-        if let Some((bytes, count, hits)) = reader.read_cache_stats() {
-            m.read_cache_bytes.store(bytes as i64, Ordering::Relaxed);
-            m.read_cache_count.store(count as i64, Ordering::Relaxed);
-            // The cache is shared: its hit count is the shard's, not this reader's.
-            m.read_cache_hits.fetch_max(hits, Ordering::Relaxed);
-        }
-    }
-}
-
 /// Nice values of the flush and reader threads (shard threads run at 0).
 const FLUSH_NICE: i32 = 10;
 const READ_NICE: i32 = 5;
@@ -447,166 +276,5 @@ fn lower_priority(nice: i32) {
         if libc::setpriority(libc::PRIO_PROCESS, tid, nice) != 0 {
             log::debug!("cannot lower the priority of thread {tid}");
         }
-    }
-}
-
-fn reply(
-    peers: &[ShardHandle],
-    origin: usize,
-    conn_id: u64,
-    header: ResponseHeader,
-    response: Response,
-    timing: u64,
-) {
-    let _ = peers[origin].replies.send(RemoteReply {
-        conn_id,
-        frame: ResponseFrame { header, response },
-        timing,
-        ready_at: 0,
-    });
-}
-
-/// The reply to a single-entry read from ledger storage (a reader's, or the shard's from the
-/// read-ahead cache): the body, or ENOENTRY when the store does not have it.
-pub fn entry_reply(
-    ledger: i64,
-    reply_entry_id: i64,
-    max_lac: Option<i64>,
-    body: Option<bytes::Bytes>,
-) -> Response {
-    Response::ReadEntry {
-        status: if body.is_some() {
-            StatusCode::EOK
-        } else {
-            StatusCode::ENOENTRY
-        },
-        ledger_id: ledger,
-        entry_id: reply_entry_id,
-        body,
-        max_lac,
-        lac_update_timestamp: None,
-    }
-}
-
-/// The reply a disk read gets when it cannot be done (`status`: EIO, ETOOMANYREQUESTS).
-pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
-    match *read {
-        DiskRead::Entry {
-            ledger,
-            reply_entry_id,
-            ..
-        } => Response::ReadEntry {
-            status,
-            ledger_id: ledger,
-            entry_id: reply_entry_id,
-            body: None,
-            max_lac: None,
-            lac_update_timestamp: None,
-        },
-        DiskRead::Batch {
-            ledger,
-            start,
-            request_id,
-            ..
-        } => LedgerTable::batch_status(ledger, start, request_id, status),
-        DiskRead::List { ledger, .. } => Response::GetListOfEntriesOfLedger {
-            status,
-            ledger_id: ledger,
-            availability: None,
-        },
-        DiskRead::ReadLac { ledger, .. } => Response::ReadLac {
-            status,
-            ledger_id: ledger,
-            lac_body: None,
-            last_entry_body: None,
-        },
-    }
-}
-
-fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: DiskRead) -> Response {
-    let fail = |read: &DiskRead, e: entrylog::StoreError| {
-        log::error!("cache-miss read {read:?} failed: {e}");
-        error_reply(read, StatusCode::EIO)
-    };
-    match read {
-        DiskRead::Entry {
-            ledger,
-            entry,
-            reply_entry_id,
-            max_lac,
-        } => match reader.read(view, ledger as u64, entry as u64) {
-            Ok(body) => entry_reply(ledger, reply_entry_id, max_lac, body),
-            Err(e) => fail(&read, e),
-        },
-        DiskRead::Batch {
-            ledger,
-            start,
-            request_id,
-            max_count,
-            max_size,
-        } => {
-            let limit = if max_count <= 0 {
-                i64::MAX
-            } else {
-                max_count as i64
-            };
-            let mut entries = Vec::new();
-            let mut size = 0i64;
-            let mut id = start;
-            while (entries.len() as i64) < limit {
-                // The first entry reads the batch's run ahead in one read (up to the count).
-                let got = if entries.is_empty() {
-                    let want = usize::try_from(limit).unwrap_or(usize::MAX);
-                    reader.read_batch_start(view, ledger as u64, id as u64, want)
-                } else {
-                    reader.read(view, ledger as u64, id as u64)
-                };
-                match got {
-                    Ok(Some(body)) => {
-                        size += body.len() as i64 + 4;
-                        if !entries.is_empty() && size > max_size {
-                            break;
-                        }
-                        entries.push(body);
-                        id += 1;
-                    }
-                    Ok(None) => break,
-                    Err(e) => return fail(&read, e),
-                }
-            }
-            if entries.is_empty() {
-                LedgerTable::batch_status(ledger, start, request_id, StatusCode::ENOENTRY)
-            } else {
-                Response::BatchReadEntry {
-                    status: StatusCode::EOK,
-                    ledger_id: ledger,
-                    start_entry_id: start,
-                    request_id,
-                    entries,
-                }
-            }
-        }
-        DiskRead::List { ledger, ref cached } => match reader.entries_of(view, ledger as u64) {
-            Ok(on_disk) => {
-                let mut all: Vec<i64> = on_disk.into_iter().map(|e| e as i64).collect();
-                all.extend(cached.iter().copied());
-                all.sort_unstable();
-                all.dedup();
-                Response::GetListOfEntriesOfLedger {
-                    status: StatusCode::EOK,
-                    ledger_id: ledger,
-                    availability: Some(availability::encode_entries(all)),
-                }
-            }
-            Err(e) => fail(&read, e),
-        },
-        DiskRead::ReadLac {
-            ledger,
-            entry,
-            ref lac_body,
-        } => match reader.read(view, ledger as u64, entry as u64) {
-            Ok(body) => LedgerTable::read_lac_reply(ledger, lac_body.clone(), body),
-            Err(e) => fail(&read, e),
-        },
     }
 }

@@ -30,6 +30,7 @@ mod mailbox;
 mod metrics;
 mod paced;
 mod ratelimit;
+mod read_thread;
 mod readonly;
 mod reclaim;
 mod record;

@@ -33,6 +33,7 @@ use crate::mailbox::{
     FlushJob, GcRequest, ReadJob, RemoteReply, RemoteRequest, ShardHandle, StoreEvent,
 };
 use crate::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
+use crate::read_thread;
 use crate::readonly::BookieState;
 use crate::reclaim::Reclaimer;
 use crate::record::{JournalRecord, HEADER_MAX};
@@ -639,7 +640,7 @@ impl Shard {
                 .take(*ledger as u64, *entry as u64);
             if let Some(body) = hit {
                 let reply =
-                    ledger_storage::entry_reply(*ledger, *reply_entry_id, *max_lac, Some(body));
+                    read_thread::entry_reply(*ledger, *reply_entry_id, *max_lac, Some(body));
                 self.respond(to, reply);
                 return;
             }
@@ -687,7 +688,7 @@ impl Shard {
                 crossbeam_channel::TrySendError::Full(j)
                 | crossbeam_channel::TrySendError::Disconnected(j) => j,
             };
-            let reply = ledger_storage::error_reply(&job.read, StatusCode::ETOOMANYREQUESTS);
+            let reply = read_thread::error_reply(&job.read, StatusCode::ETOOMANYREQUESTS);
             self.respond(to, reply);
         }
     }
@@ -956,7 +957,7 @@ impl Shard {
             while let Some(p) = self.pending.pop_front() {
                 let status = StatusCode::EIO;
                 let reply = match p.reply {
-                    Answer::Disk(read) => ledger_storage::error_reply(&read, status),
+                    Answer::Disk(read) => read_thread::error_reply(&read, status),
                     Answer::Now(Response::AddEntry {
                         ledger_id,
                         entry_id,
@@ -1010,7 +1011,7 @@ impl Shard {
             }
             if let Some(status) = failed {
                 let reply = match b.reply {
-                    Answer::Disk(read) => ledger_storage::error_reply(&read, status),
+                    Answer::Disk(read) => read_thread::error_reply(&read, status),
                     Answer::Now(r) => error_like(&r, status),
                 };
                 self.respond(b.to, reply);
