@@ -1,0 +1,259 @@
+package dev.rustbookie.interop.pulsar;
+
+import java.io.BufferedWriter;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.SubscriptionInitialPosition;
+import org.apache.pulsar.client.api.SubscriptionType;
+
+/**
+ * The Pulsar client side of tier "pulsar", in its own JVM (the Pulsar 4.0.8 client next to the
+ * broker's classpath; see ../pom.xml for why not in the test JVM). Two modes:
+ *
+ * <pre>
+ * produce SERVICE_URL TOPIC OUT_FILE COUNT SEED MAX_SIZE
+ *   Two producers on TOPIC, "p-batch" (batching: up to 100 messages / 64 KiB / 5 ms) and
+ *   "p-single" (no batching), COUNT messages each, sent alternately with explicit sequence ids
+ *   0..COUNT-1 (the broker's deduplication key with the producer name), sizes 16 B..MAX_SIZE.
+ *   sendTimeout 0: the client keeps pending messages across broker restarts and re-sends them.
+ *   One line per acknowledged message, in acknowledgement order, flushed as it comes:
+ *     ack PRODUCER SEQ MESSAGE_ID SIZE SHA256
+ *   and "fail PRODUCER SEQ EXCEPTION" for a send that failed; "done" at the end.
+ * consume SERVICE_URL TOPIC OUT_FILE SUBSCRIPTION TYPE EXPECTED SEED CONSUMERS IDLE_SECONDS
+ *   CONSUMERS consumers (TYPE Exclusive or Shared) from the earliest message, acknowledging each;
+ *   stops IDLE_SECONDS after the last message once EXPECTED were received (or 60 s without any
+ *   message). One line per message:  msg CONSUMER PRODUCER SEQ MESSAGE_ID SIZE SHA256 OK|BAD
+ *   (OK: the bytes are the ones the producer generated for that producer, sequence id and size;
+ *   the size itself is checked against the producer's acks by the test).
+ * </pre>
+ */
+public final class PulsarDriver {
+    private PulsarDriver() {}
+
+    static final String[] PRODUCERS = {"p-batch", "p-single"};
+
+    static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+        return z ^ (z >>> 31);
+    }
+
+    static int size(long seed, int producer, long seq, int max) {
+        long h = mix(seed * 31 + producer * 1_000_003L + seq);
+        // mostly small messages, a few large ones
+        int bound = (h & 7) == 0 ? max : Math.min(max, 1024);
+        return 16 + (int) Long.remainderUnsigned(h >>> 3, bound - 15);
+    }
+
+    /** A function of (seed, producer, seq, size): header (producer, seq, size), then splitmix64. */
+    static byte[] payload(long seed, int producer, long seq, int size) {
+        byte[] b = new byte[size];
+        ByteBuffer bb = ByteBuffer.wrap(b);
+        long state = mix(seed + mix(producer + 1) + mix(seq + 0x51ed27L));
+        for (int i = 0; i < size; i++) {
+            if ((i & 7) == 0) {
+                state += 0x9e3779b97f4a7c15L;
+            }
+            b[i] = (byte) (mix(state) >>> ((i & 7) * 8));
+        }
+        bb.putInt(0, producer);
+        bb.putInt(4, (int) seq);
+        bb.putInt(8, size);
+        return b;
+    }
+
+    static String sha256(byte[] b) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static String id(MessageId m) {
+        return m.toString().replace(' ', '_');
+    }
+
+    public static void main(String[] args) throws Exception {
+        switch (args[0]) {
+            case "produce" -> produce(args[1], args[2], Paths.get(args[3]), Integer.parseInt(args[4]),
+                    Long.parseLong(args[5]), Integer.parseInt(args[6]));
+            case "consume" -> consume(args[1], args[2], Paths.get(args[3]), args[4], SubscriptionType.valueOf(args[5]),
+                    Integer.parseInt(args[6]), Long.parseLong(args[7]), Integer.parseInt(args[8]),
+                    Integer.parseInt(args[9]));
+            default -> throw new IllegalArgumentException(Arrays.toString(args));
+        }
+        System.exit(0);
+    }
+
+    static PulsarClient client(String url) throws Exception {
+        return PulsarClient.builder()
+                .serviceUrl(url)
+                .operationTimeout(60, TimeUnit.SECONDS)
+                .connectionTimeout(5, TimeUnit.SECONDS)
+                .ioThreads(1)
+                .listenerThreads(1)
+                .startingBackoffInterval(100, TimeUnit.MILLISECONDS)
+                .maxBackoffInterval(2, TimeUnit.SECONDS)
+                .build();
+    }
+
+    static void produce(String url, String topic, Path out, int count, long seed, int max) throws Exception {
+        try (PulsarClient client = client(url); BufferedWriter w = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
+            List<Producer<byte[]>> ps = new ArrayList<>();
+            for (String name : PRODUCERS) {
+                boolean batch = name.equals("p-batch");
+                ps.add(client.newProducer()
+                        .topic(topic)
+                        .producerName(name)
+                        .enableBatching(batch)
+                        .batchingMaxMessages(100)
+                        .batchingMaxBytes(64 * 1024)
+                        .batchingMaxPublishDelay(5, TimeUnit.MILLISECONDS)
+                        .sendTimeout(0, TimeUnit.SECONDS)
+                        .maxPendingMessages(500)
+                        .blockIfQueueFull(true)
+                        .create());
+            }
+            AtomicLong acked = new AtomicLong();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            List<CompletableFuture<?>> all = new ArrayList<>();
+            long t0 = System.nanoTime();
+            for (long seq = 0; seq < count; seq++) {
+                for (int p = 0; p < ps.size(); p++) {
+                    final int pi = p;
+                    final long s = seq;
+                    int sz = size(seed, p, seq, max);
+                    byte[] data = payload(seed, p, seq, sz);
+                    String sha = sha256(data);
+                    all.add(ps.get(p).newMessage().sequenceId(seq).key(PRODUCERS[p] + "-" + seq)
+                            .property("p", Integer.toString(p)).property("seq", Long.toString(seq))
+                            .value(data).sendAsync()
+                            .whenComplete((mid, ex) -> {
+                                synchronized (w) {
+                                    try {
+                                        if (ex != null) {
+                                            failed.compareAndSet(null, ex);
+                                            w.write("fail " + PRODUCERS[pi] + " " + s + " " + ex.toString().replace('\n', ' ') + "\n");
+                                        } else {
+                                            acked.incrementAndGet();
+                                            w.write("ack " + PRODUCERS[pi] + " " + s + " " + id(mid) + " " + sz + " " + sha + "\n");
+                                        }
+                                        w.flush();
+                                    } catch (IOException e) {
+                                        failed.compareAndSet(null, e);
+                                    }
+                                }
+                            }));
+                }
+            }
+            for (CompletableFuture<?> f : all) {
+                try {
+                    f.get(10, TimeUnit.MINUTES);
+                } catch (Exception e) {
+                    // recorded by whenComplete
+                }
+            }
+            for (Producer<byte[]> p : ps) {
+                p.close();
+            }
+            synchronized (w) {
+                w.write("done " + acked.get() + " acked in " + (System.nanoTime() - t0) / 1_000_000 + " ms\n");
+                w.flush();
+            }
+            if (failed.get() != null) {
+                failed.get().printStackTrace();
+                System.exit(2);
+            }
+        }
+    }
+
+    static void consume(String url, String topic, Path out, String sub, SubscriptionType type, int expected, long seed,
+                        int consumers, int idleSeconds) throws Exception {
+        try (PulsarClient client = client(url); BufferedWriter w = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
+            List<Consumer<byte[]>> cs = new ArrayList<>();
+            for (int i = 0; i < consumers; i++) {
+                cs.add(client.newConsumer()
+                        .topic(topic)
+                        .subscriptionName(sub)
+                        .subscriptionType(type)
+                        .consumerName("c" + i)
+                        .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
+                        .receiverQueueSize(200)
+                        .subscribe());
+            }
+            AtomicLong received = new AtomicLong();
+            AtomicLong last = new AtomicLong(System.nanoTime());
+            List<Thread> threads = new ArrayList<>();
+            for (int i = 0; i < consumers; i++) {
+                final int ci = i;
+                Thread t = new Thread(() -> {
+                    Consumer<byte[]> c = cs.get(ci);
+                    try {
+                        while (true) {
+                            long idle = (System.nanoTime() - last.get()) / 1_000_000_000L;
+                            if (received.get() >= expected ? idle >= idleSeconds : idle >= 60) {
+                                return;
+                            }
+                            Message<byte[]> m = c.receive(200, TimeUnit.MILLISECONDS);
+                            if (m == null) {
+                                continue;
+                            }
+                            last.set(System.nanoTime());
+                            received.incrementAndGet();
+                            byte[] data = m.getValue();
+                            String prod = m.getProducerName();
+                            int p = Integer.parseInt(m.getProperty("p"));
+                            long seq = Long.parseLong(m.getProperty("seq"));
+                            boolean ok = m.getSequenceId() == seq && PRODUCERS[p].equals(prod)
+                                    && Arrays.equals(data, payload(seed, p, seq, data.length));
+                            synchronized (w) {
+                                w.write("msg c" + ci + " " + prod + " " + seq + " " + id(m.getMessageId()) + " " + data.length
+                                        + " " + sha256(data) + " " + (ok ? "OK" : "BAD") + "\n");
+                            }
+                            c.acknowledge(m);
+                        }
+                    } catch (Exception e) {
+                        synchronized (w) {
+                            try {
+                                w.write("error c" + ci + " " + e.toString().replace('\n', ' ') + "\n");
+                            } catch (IOException ignored) {
+                                // nothing to do
+                            }
+                        }
+                        e.printStackTrace();
+                    }
+                }, "consumer-" + i);
+                t.start();
+                threads.add(t);
+            }
+            for (Thread t : threads) {
+                t.join();
+            }
+            synchronized (w) {
+                w.write("done " + received.get() + " received\n");
+            }
+            for (Consumer<byte[]> c : cs) {
+                c.close();
+            }
+        }
+    }
+}
