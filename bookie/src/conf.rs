@@ -11,7 +11,8 @@
 //! HTTP off, `/tmp/bk-txn` and `/tmp/bk-data`) and sets what the file says. A value that does
 //! not parse or is out of range is an error naming the key, the value and the line, and stops
 //! the start. Keys this bookie does not use are returned so the caller logs them once, in one
-//! line. Command-line flags are applied after the file (see `main.rs`), so they win.
+//! line. `BK_<key>` environment variables (`conf_env`) come after the file, and command-line
+//! flags after both (see `main.rs`), so they win.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use crate::config::BookieConfig;
 pub struct Property {
     pub key: String,
     pub value: String,
+    /// The line of the file; 0: a `BK_<key>` environment variable (`conf_env`).
     pub line: usize,
 }
 
@@ -175,12 +177,11 @@ pub fn conf_defaults() -> BookieConfig {
     c
 }
 
-/// Reads `path` and applies it onto `config`.
-pub fn load(path: &Path, config: &mut BookieConfig) -> Result<Applied, String> {
+/// Reads and parses a properties file.
+pub fn read(path: &Path) -> Result<Vec<Property>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let text = String::from_utf8_lossy(&bytes);
-    let props = parse_properties(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    apply(&props, config).map_err(|e| format!("{}: {e}", path.display()))
+    parse_properties(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Sets the fields of `config` the properties name.
@@ -326,6 +327,11 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             }
             "httpServerPort" => c.http.port = v.parse_range(0, u16::MAX as u64)? as u16,
             "httpServerHost" => c.http.host = v.nonempty()?.to_string(),
+            _ if p.line == 0 => {
+                applied
+                    .ignored
+                    .push(format!("{}{}", crate::conf_env::PREFIX, p.key))
+            }
             _ => applied.ignored.push(p.key.clone()),
         }
     }
@@ -420,8 +426,10 @@ impl Value<'_> {
 
     fn invalid(&self, why: &str) -> String {
         format!(
-            "invalid value {:?} for {} (line {}): {why}",
-            self.0.value, self.0.key, self.0.line
+            "invalid value {:?} for {} ({}): {why}",
+            self.0.value,
+            self.0.key,
+            crate::conf_env::origin(self.0)
         )
     }
 
@@ -556,7 +564,7 @@ pub fn ignored_line(ignored: &[String]) -> Option<String> {
     let set: BTreeMap<&str, ()> = ignored.iter().map(|k| (k.as_str(), ())).collect();
     let keys: Vec<&str> = set.into_keys().collect();
     Some(format!(
-        "bk_server.conf: ignoring {} keys this bookie does not use: {}",
+        "configuration: ignoring {} keys this bookie does not use: {}",
         keys.len(),
         keys.join(", ")
     ))
@@ -745,7 +753,7 @@ mod tests {
         );
         assert_eq!(
             ignored_line(&a.ignored).unwrap(),
-            "bk_server.conf: ignoring 2 keys this bookie does not use: \
+            "configuration: ignoring 2 keys this bookie does not use: \
              journalAlignmentSize, ledgerStorageClass"
         );
     }

@@ -15,6 +15,7 @@
 mod cluster;
 mod compaction;
 mod conf;
+mod conf_env;
 mod config;
 mod conn;
 mod disk_share;
@@ -94,6 +95,10 @@ struct ServeArgs {
     /// No HTTP admin server.
     #[arg(long, conflicts_with = "http_port")]
     no_http: bool,
+    /// Print the effective configuration (file, `BK_<key>` environment variables, flags) and
+    /// where each value came from, then exit.
+    #[arg(long)]
+    print_config: bool,
     /// bookiePort.
     #[arg(long)]
     port: Option<u16>,
@@ -161,10 +166,18 @@ enum Inspect {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logline::init("BOOKIE_LOG", cli.verbose);
-    let serve = |args| {
-        settings(args)
-            .map_err(cluster::Failure::from)
-            .and_then(server::run)
+    let serve = |args: ServeArgs| {
+        let print = args.print_config;
+        let flags = serve_flags();
+        let (config, sources) = settings(args).map_err(cluster::Failure::from)?;
+        if print {
+            print!("{}", conf_env::describe(&sources, &flags, &config));
+            return Ok(());
+        }
+        if let Some(line) = conf::ignored_line(&sources.ignored) {
+            log::warn!("{line}");
+        }
+        server::run(config)
     };
     let result = match cli.command {
         None => serve(ServeArgs::default()),
@@ -194,7 +207,12 @@ fn main() -> ExitCode {
 /// metadata keys of the conf file.
 fn meta_command(cmd: &str, args: &MetaArgs) -> ExitCode {
     let mut c = conf::conf_defaults();
-    if let Err(e) = conf::load(&args.conf, &mut c) {
+    // The file, then the `BK_<key>` variables over it, as `bookie serve` reads them.
+    let loaded = conf::read(&args.conf).and_then(|file| {
+        let props = conf_env::merge(file, conf_env::properties(std::env::vars_os())?);
+        conf::apply(&props, &mut c).map_err(|e| format!("{}: {e}", args.conf.display()))
+    });
+    if let Err(e) = loaded {
         log::error!("{e}");
         return ExitCode::from(metadata::EXIT_INVALID_CONF as u8);
     }
@@ -221,17 +239,47 @@ fn meta_command(cmd: &str, args: &MetaArgs) -> ExitCode {
     ExitCode::from(u8::try_from(metadata::cli::run(&argv)).unwrap_or(1))
 }
 
-fn settings(args: ServeArgs) -> Result<BookieConfig, String> {
-    let (mut c, write_cache_total) = match &args.conf {
-        Some(path) => {
-            let mut c = conf::conf_defaults();
-            let applied = conf::load(path, &mut c)?;
-            if let Some(line) = conf::ignored_line(&applied.ignored) {
-                log::warn!("{line}");
-            }
-            (c, applied.write_cache_total_bytes)
-        }
-        None => (BookieConfig::default(), None),
+/// The command-line flags of `bookie serve` as given (for `--print-config`).
+fn serve_flags() -> Vec<String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let from = args.iter().position(|a| a == "serve").map_or(0, |i| i + 1);
+    args[from..]
+        .iter()
+        .filter(|a| *a != "--print-config")
+        .cloned()
+        .collect()
+}
+
+/// The configuration: defaults, then the conf file and the `BK_<key>` environment variables
+/// (`conf_env`: with either, Java's defaults underneath), then the flags.
+fn settings(args: ServeArgs) -> Result<(BookieConfig, conf_env::Sources), String> {
+    let env = conf_env::properties(std::env::vars_os())?;
+    let file = match &args.conf {
+        Some(path) => Some((path.clone(), conf::read(path)?)),
+        None => None,
+    };
+    let conf_mode = file.is_some() || !env.is_empty();
+    let mut sources = conf_env::Sources {
+        file,
+        env,
+        ignored: Vec::new(),
+    };
+    let (mut c, write_cache_total) = if conf_mode {
+        let file_props = sources
+            .file
+            .as_ref()
+            .map(|f| f.1.clone())
+            .unwrap_or_default();
+        let props = conf_env::merge(file_props, sources.env.clone());
+        let mut c = conf::conf_defaults();
+        let applied = conf::apply(&props, &mut c).map_err(|e| match &args.conf {
+            Some(path) => format!("{}: {e}", path.display()),
+            None => format!("configuration: {e}"),
+        })?;
+        sources.ignored = applied.ignored;
+        (c, applied.write_cache_total_bytes)
+    } else {
+        (BookieConfig::default(), None)
     };
     if let Some(dir) = args.data_dir {
         c.journal_dir = dir.join("journal");
@@ -278,7 +326,7 @@ fn settings(args: ServeArgs) -> Result<BookieConfig, String> {
     if let (Some(total), None) = (write_cache_total, args.write_cache_mb) {
         c.write_cache_bytes = (total / c.shard_count()).max(1 << 20);
     }
-    if args.conf.is_none() {
+    if !conf_mode {
         c.http.host = c.bind_address.clone();
     }
     if let Some(port) = args.http_port {
@@ -290,5 +338,5 @@ fn settings(args: ServeArgs) -> Result<BookieConfig, String> {
         c.http.enabled = false;
     }
     conf::validate(&c)?;
-    Ok(c)
+    Ok((c, sources))
 }

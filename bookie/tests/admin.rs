@@ -293,3 +293,60 @@ fn every_add_is_counted_in_every_stage() {
     }
     b.stop();
 }
+
+/// Container-style configuration: with no conf file, `BK_<key>` variables are the whole
+/// configuration (port, directories, admin server, listening interface); `--print-config` says
+/// where each value came from; a bad value is an error naming the variable.
+#[test]
+fn configured_by_bk_environment_variables() {
+    let dir = common::tempdir("bookie-env-");
+    let (port, http) = (free_port(), free_port());
+    let (journal, ledgers) = (dir.path().join("j"), dir.path().join("l"));
+    let builder = BookieBuilder::serve_env(port)
+        .env("BK_bookiePort", &port.to_string())
+        .env("BK_listeningInterface", "lo")
+        .env("BK_journalDirectories", journal.to_str().unwrap())
+        .env("BK_ledgerDirectories", ledgers.to_str().unwrap())
+        .env("BK_httpServerEnabled", "true")
+        .env("BK_httpServerPort", &http.to_string())
+        .env("BK_DATA_DIR", "/not/used/by/the/bookie")
+        .args(["--shards", "1", "--no-pin"])
+        .http_port(http);
+    let out = builder.command().arg("--print-config").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "bookiePort={port}    # environment variable BK_bookiePort"
+        )),
+        "{text}"
+    );
+    assert!(
+        !text.contains("DATA_DIR"),
+        "an image helper, not a key: {text}"
+    );
+    let mut b = builder.start();
+    let mut c = b.client();
+    assert_eq!(status_of(&mut c, add(3, 0, false)), StatusCode::EOK);
+    assert_eq!(status_of(&mut c, read(3, 0)), StatusCode::EOK);
+    let (code, _) = b.http("GET", "/api/v1/bookie/state", "");
+    assert_eq!(code, 200);
+    assert!(
+        journal.read_dir().unwrap().next().is_some(),
+        "journal in BK_journalDirectories"
+    );
+    assert!(
+        ledgers.read_dir().unwrap().next().is_some(),
+        "ledgers in BK_ledgerDirectories"
+    );
+    b.stop();
+
+    let bad = BookieBuilder::serve_env(port)
+        .env("BK_bookiePort", "notaport")
+        .command()
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("environment variable BK_bookiePort"), "{err}");
+}

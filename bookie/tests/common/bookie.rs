@@ -38,6 +38,12 @@ impl BookieBuilder {
         )
     }
 
+    /// `bookie serve` alone: the configuration comes from `BK_<key>` variables (`env`), which
+    /// name `port` as the bookie port.
+    pub fn serve_env(port: u16) -> BookieBuilder {
+        BookieBuilder::with_args(port, ["serve".into()])
+    }
+
     /// `bookie serve --conf <conf>`, whose configuration names `port` as the bookie port.
     pub fn serve_conf(conf: &Path, port: u16) -> BookieBuilder {
         BookieBuilder::with_args(port, ["serve".into(), "--conf".into(), conf.into()])
@@ -101,8 +107,13 @@ impl BookieBuilder {
         let mut c = Command::new(env!("CARGO_BIN_EXE_bookie"));
         c.args(&self.args).envs(self.env.iter().cloned());
         let has = |flag: &str| self.args.iter().any(|a| a == flag);
+        let env_conf = self
+            .env
+            .iter()
+            .any(|(k, _)| k.to_string_lossy().starts_with("BK_"));
         if self.args.first().is_some_and(|a| a == "serve")
             && !has("--conf")
+            && !env_conf
             && !has("--no-http")
             && !has("--http-port")
         {
