@@ -31,7 +31,8 @@ import org.junit.jupiter.api.Timeout;
  * that had been persisted before the kill are dropped by the broker), each producer's in
  * sequence order, byte for byte (SHA-256 against the producer's acks and the regenerated
  * payload). The topic's ledgers before the current one are closed in the BookKeeper metadata
- * (the one open at the kill: by the recovery). The Pulsar client runs in its own JVM too
+ * (the one open at the kill: by the recovery), and that one answers a raw add with EFENCED on
+ * every bookie of its ensemble. The Pulsar client runs in its own JVM too
  * (interop/pulsar's PulsarDriver), on the broker's classpath.
  */
 @Tag("pulsar")
@@ -188,6 +189,7 @@ class P01PulsarTest {
             paths.add(topicPath);
         }
         org.apache.bookkeeper.client.BookKeeper bk = c.client(false);
+        Raw raw = c.raw(false);
         for (String path : paths) {
             String stats = b.http("GET", path + "/internalStats", null).body();
             List<Long> ledgers = new ArrayList<>();
@@ -207,6 +209,21 @@ class P01PulsarTest {
                         .append(md.getAllEnsembles().values()).append(")");
             }
             Cluster.log(what + ": " + path.substring(path.lastIndexOf('/') + 1) + " ledgers " + ledgers + ":" + sb);
+            // The ledger open at the kill (the one before the current) is fenced on every bookie
+            // of its ensemble: a raw add with its master key (Pulsar's ledger password is empty)
+            // answers EFENCED (-101).
+            long recovered = ledgers.get(ledgers.size() - 2);
+            org.apache.bookkeeper.client.LedgerHandle lh = bk.openLedgerNoRecovery(recovered,
+                    org.apache.bookkeeper.client.BookKeeper.DigestType.CRC32C, new byte[0]);
+            long last = lh.getLastAddConfirmed();
+            List<org.apache.bookkeeper.net.BookieId> ensemble = lh.getLedgerMetadata().getAllEnsembles()
+                    .lastEntry().getValue();
+            for (org.apache.bookkeeper.net.BookieId id : ensemble) {
+                int rc = raw.add(id, recovered, lh.getLedgerKey(), last + 1, last, new byte[] {1, 2, 3}, 0);
+                assertEquals(-101, rc, path + ": add to the recovered ledger " + recovered + " on " + id);
+            }
+            lh.close();
+            Cluster.log(what + ": ledger " + recovered + " fenced on " + ensemble);
         }
         c.assertHealthy();
         Cluster.log(what + ": Pulsar scenario done in " + (System.nanoTime() - t0) / 1_000_000 + " ms");
