@@ -61,7 +61,8 @@ public final class Raw implements AutoCloseable {
      * packages it (ledger, entry, LAC, length, a 4-byte CRC32C, payload); bookies do not verify
      * digests, so the client's internal (version-specific) DigestManager is not needed. As with
      * the client's own packaging, a v2 add is handed over as one buffer that already holds the
-     * v2 framing (frame length, packet header, master key); a v3 add as a ByteBufList.
+     * v2 framing (frame length, packet header, master key) from 4.16 on, and as a ByteBufList
+     * that the client frames (as v3 adds on every line) up to 4.15.
      */
     public int add(BookieId bookie, long ledgerId, byte[] masterKey, long entryId, long lac, byte[] payload,
             int flags) throws Exception {
@@ -73,8 +74,20 @@ public final class Raw implements AutoCloseable {
         crc.update(h);
         crc.update(payload);
         head.writeInt((int) crc.getValue());
+        // which signature this client line has: 4.18 added an Executor argument; up to 4.15 the
+        // entry is a ByteBufList, which the client's v2 encoder frames itself
+        java.lang.reflect.Method add = null;
+        for (java.lang.reflect.Method m : BookieClientImpl.class.getMethods()) {
+            if (m.getName().equals("addEntry") && (m.getParameterCount() == 10 || m.getParameterCount() == 11)) {
+                add = m;
+            }
+        }
+        if (add == null) {
+            throw new IllegalStateException("no BookieClientImpl.addEntry of a known shape");
+        }
+        boolean framesV2Itself = add.getParameterTypes()[4] == org.apache.bookkeeper.util.ByteBufList.class;
         io.netty.util.ReferenceCounted toSend;
-        if (v2) {
+        if (v2 && !framesV2Itself) {
             ByteBuf frame = Unpooled.buffer(4 + 4 + 20 + 36 + payload.length);
             frame.writeInt(4 + 20 + 36 + payload.length);
             frame.writeInt((2 << 24) | (1 << 16) | (flags & 0xffff)); // version 2, ADDENTRY, flags
@@ -89,16 +102,6 @@ public final class Raw implements AutoCloseable {
         CompletableFuture<Integer> f = new CompletableFuture<>();
         org.apache.bookkeeper.proto.BookkeeperInternalCallbacks.WriteCallback cb =
                 (rc, lid, eid, addr, ctx) -> f.complete(rc);
-        // 4.18 added an Executor argument: call whichever signature this client version has
-        java.lang.reflect.Method add = null;
-        for (java.lang.reflect.Method m : BookieClientImpl.class.getMethods()) {
-            if (m.getName().equals("addEntry") && (m.getParameterCount() == 10 || m.getParameterCount() == 11)) {
-                add = m;
-            }
-        }
-        if (add == null) {
-            throw new IllegalStateException("no BookieClientImpl.addEntry of a known shape");
-        }
         if (add.getParameterCount() == 11) {
             add.invoke(client, bookie, ledgerId, masterKey, entryId, toSend, cb, null, flags, false,
                     EnumSet.noneOf(WriteFlag.class), executor);

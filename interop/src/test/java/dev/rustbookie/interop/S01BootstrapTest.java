@@ -59,7 +59,7 @@ class S01BootstrapTest {
 
             // service info: a bookie-rpc endpoint at 127.0.0.1:<port> (BP-38 or legacy empty data)
             for (Bookie b : c.bookies) {
-                BookieServiceInfo info = admin.getBookieServiceInfo(b.bookieId());
+                BookieServiceInfo info = serviceInfo(admin, b.bookieId());
                 BookieServiceInfo.Endpoint rpc = info.getEndpoints().stream()
                         .filter(e -> "bookie-rpc".equals(e.getProtocol())).findFirst()
                         .orElseThrow(() -> new AssertionError("no bookie-rpc endpoint for " + b + ": " + info));
@@ -95,6 +95,26 @@ class S01BootstrapTest {
                 assertTrue(ours.contains(id), "bookie listbookies lists " + id + ":\n" + ours);
             }
             c.assertHealthy();
+        }
+    }
+
+    /**
+     * BookKeeperAdmin.getBookieServiceInfo takes a BookieId from 4.15 on and the id as a String
+     * on the 4.14 line: the same registration lookup either way.
+     */
+    static BookieServiceInfo serviceInfo(BookKeeperAdmin admin, BookieId id) throws Exception {
+        java.lang.reflect.Method m;
+        Object arg = id;
+        try {
+            m = BookKeeperAdmin.class.getMethod("getBookieServiceInfo", BookieId.class);
+        } catch (NoSuchMethodException e) {
+            m = BookKeeperAdmin.class.getMethod("getBookieServiceInfo", String.class);
+            arg = id.toString();
+        }
+        try {
+            return (BookieServiceInfo) m.invoke(admin, arg);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause() instanceof Exception ex ? ex : e;
         }
     }
 

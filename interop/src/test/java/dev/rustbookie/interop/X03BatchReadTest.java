@@ -12,6 +12,7 @@ import org.apache.bookkeeper.client.BookKeeper.DigestType;
 import org.apache.bookkeeper.client.LedgerEntry;
 import org.apache.bookkeeper.client.LedgerHandle;
 import org.apache.bookkeeper.conf.ClientConfiguration;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -21,6 +22,8 @@ import org.junit.jupiter.api.Timeout;
  * 3 Rust bookies, E3 W3 A2, 1,000 entries of 100 B..2 KiB; a v2 client with batch reads reads
  * the ledger in batches of at most 100 entries and 64 KiB, then batches limited by the size;
  * every entry is byte-identical, in order, and the bookies counted batch-read requests.
+ * Batch reads came with the 4.17 client (ClientConfiguration.setBatchReadEnabled,
+ * LedgerHandle.batchReadEntries): called by reflection, and skipped on older client lines.
  */
 @Tag("smoke")
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
@@ -31,6 +34,9 @@ class X03BatchReadTest {
 
     @Test
     void batchReadV2() throws Exception {
+        Assumptions.assumeTrue(ClientLine.hasMethod(LedgerHandle.class, "batchReadEntries", long.class, int.class,
+                long.class), "batch reads (BATCH_READ_ENTRY) are not in the " + ClientLine.version()
+                + " client: they came with 4.17");
         try (Cluster c = new Cluster("x03")) {
             for (int i = 0; i < 3; i++) {
                 c.addRust();
@@ -45,13 +51,13 @@ class X03BatchReadTest {
             long before = S12LongPollLacTest.readRequests(c);
             long batchBefore = batchRequests(c);
             ClientConfiguration cc = c.clientConf(true);
-            cc.setBatchReadEnabled(true);
+            ClientConfiguration.class.getMethod("setBatchReadEnabled", boolean.class).invoke(cc, true);
             BookKeeper r = c.client(cc);
             LedgerHandle rh = r.openLedger(lid, DigestType.CRC32C, Ops.PASSWORD);
             long next = 0;
             int batches = 0;
             while (next < N) {
-                Enumeration<LedgerEntry> en = rh.batchReadEntries(next, 100, 64 << 10);
+                Enumeration<LedgerEntry> en = batchRead(rh, next, 100, 64 << 10);
                 long n0 = next;
                 long bytes = 0;
                 while (en.hasMoreElements()) {
@@ -67,7 +73,7 @@ class X03BatchReadTest {
                 batches++;
             }
             // a small size limit: fewer entries per batch, still in order
-            Enumeration<LedgerEntry> en = rh.batchReadEntries(0, 100, 4096);
+            Enumeration<LedgerEntry> en = batchRead(rh, 0, 100, 4096);
             int got = 0;
             while (en.hasMoreElements()) {
                 assertEquals(got, en.nextElement().getEntryId());
@@ -81,6 +87,18 @@ class X03BatchReadTest {
                 assertTrue(batchAfter - batchBefore >= batches, "the bookies served batch-read requests");
             }
             c.assertHealthy();
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    static Enumeration<LedgerEntry> batchRead(LedgerHandle rh, long first, int maxCount, long maxSize)
+            throws Exception {
+        try {
+            return (Enumeration<LedgerEntry>) LedgerHandle.class
+                    .getMethod("batchReadEntries", long.class, int.class, long.class)
+                    .invoke(rh, first, maxCount, maxSize);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause() instanceof Exception ex ? ex : e;
         }
     }
 
