@@ -576,9 +576,11 @@ async fn drive_journal(shard: Rc<RefCell<Shard>>, eventfd: Option<std::os::fd::R
         }
         None => None,
     };
+    let timer = shard.borrow().journal_timer();
     loop {
-        let deadline = shard.borrow().next_deadline();
-        let sleep = deadline.unwrap_or(Duration::from_millis(100));
+        let sleep = shard
+            .borrow_mut()
+            .arm_journal_timer(Duration::from_millis(100));
         match &fd {
             Some(fd) => {
                 tokio::select! {
@@ -589,6 +591,8 @@ async fn drive_journal(shard: Rc<RefCell<Shard>>, eventfd: Option<std::os::fd::R
                         }
                     }
                     _ = tokio::time::sleep(sleep) => {}
+                    // A group opened that must close before the timer set above.
+                    _ = timer.notified() => {}
                 }
             }
             None => tokio::time::sleep(sleep.min(Duration::from_millis(1))).await,

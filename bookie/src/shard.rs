@@ -166,6 +166,12 @@ pub struct Shard {
     blocked: VecDeque<Blocked>,
     /// Woken when the shard takes input again (journal buffers or write cache freed).
     unblocked: Rc<tokio::sync::Notify>,
+    /// Wakes the journal driver (`server::drive_journal`) when the open group's deadline comes
+    /// before the one its timer is set for: an add that opens a group on an idle journal must
+    /// not wait for the driver's idle timer (it did: one add at a time took ~100 ms).
+    journal_timer: Rc<tokio::sync::Notify>,
+    /// The deadline (µs, the shard's clock) the journal driver's timer is set for.
+    journal_timer_at_us: u64,
     watchers: HashMap<i64, Vec<Watcher>>,
     next_watch: u64,
     conns: HashMap<u64, Weak<Conn>>,
@@ -288,6 +294,8 @@ impl Shard {
             pending: VecDeque::with_capacity(4096),
             blocked: VecDeque::new(),
             unblocked: Rc::new(tokio::sync::Notify::new()),
+            journal_timer: Rc::new(tokio::sync::Notify::new()),
+            journal_timer_at_us: u64::MAX,
             watchers: HashMap::new(),
             next_watch: 0,
             conns: HashMap::new(),
@@ -316,10 +324,22 @@ impl Shard {
         self.journal.storage().eventfd()
     }
 
-    pub fn next_deadline(&self) -> Option<Duration> {
-        self.journal
+    /// For the journal driver: how long to sleep, at most `idle`, before the open group's
+    /// deadline; remembered so that `drive` wakes the driver when a group needs it sooner.
+    pub fn arm_journal_timer(&mut self, idle: Duration) -> Duration {
+        let now = self.now_us();
+        let at = self
+            .journal
             .next_deadline_us()
-            .map(|d| Duration::from_micros(d.saturating_sub(self.now_us())))
+            .unwrap_or(u64::MAX)
+            .min(now.saturating_add(idle.as_micros() as u64));
+        self.journal_timer_at_us = at;
+        Duration::from_micros(at.saturating_sub(now))
+    }
+
+    /// What wakes the journal driver before its timer (`arm_journal_timer`).
+    pub fn journal_timer(&self) -> Rc<tokio::sync::Notify> {
+        self.journal_timer.clone()
     }
 
     /// The shard's clock, shared with the journal (its group timings) and the metrics.
@@ -936,6 +956,12 @@ impl Shard {
             }
         }
         self.append_blocked();
+        if let Some(at) = self.journal.next_deadline_us() {
+            if at < self.journal_timer_at_us {
+                self.journal_timer_at_us = at;
+                self.journal_timer.notify_one();
+            }
+        }
         // Readers hold back while this journal has records to make durable (disk_share.rs).
         self.store
             .disk_share

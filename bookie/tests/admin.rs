@@ -350,3 +350,35 @@ fn configured_by_bk_environment_variables() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("environment variable BK_bookiePort"), "{err}");
 }
+
+/// One add at a time (a client waiting for each ack, or a quiet topic): the journal closes the
+/// group an add opens within `journalMaxGroupWaitMSec` (2 ms), however idle the journal was.
+/// Regression: the journal's driver slept on its idle timer (100 ms) through such a group, so
+/// every lone add waited ~100 ms. Judged on the median group wait against 16 ms, eight times
+/// the bound, so a noisy machine's stalls cannot fail it while the bug cannot pass.
+#[test]
+fn a_lone_add_is_committed_within_the_group_wait() {
+    let dir = common::tempdir("bookie-lone-add-");
+    let mut b = start(&dir.path().join("data"), &[]);
+    let mut c = b.client();
+    for e in 0..40 {
+        assert_eq!(status_of(&mut c, add(11, e, false)), StatusCode::EOK);
+    }
+    let (_, m) = b.http("GET", "/metrics", "");
+    let value = |name: &str| -> f64 {
+        m.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} not in /metrics"))
+    };
+    let count = value("bookie_rs_stage_latency_ms_count{stage=\"journal_group_wait\"}");
+    let within =
+        value("bookie_rs_stage_latency_ms_bucket{stage=\"journal_group_wait\",le=\"16.384\"}");
+    assert!(count >= 40.0, "{count}");
+    assert!(
+        within >= count / 2.0,
+        "median group wait above 16 ms: {within} of {count} groups within it"
+    );
+    b.stop();
+}
