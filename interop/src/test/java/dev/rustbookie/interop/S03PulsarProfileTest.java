@@ -58,7 +58,11 @@ class S03PulsarProfileTest {
                     S02WriteReadTest.run(c, writer, reader, q[0], q[1], q[2], digests[d], other, N, size, seed);
                 }
             }
-            List<String> resets = log.matching("connection reset", "reset by peer", "Unexpected exception");
+            // the client's logs: not the embedded ZooKeeper server's (the test's own ZooKeeper
+            // may log a client closing its session socket as an "Unexpected exception" at WARN:
+            // seen with ZooKeeper 3.8.0, the 4.15 line's)
+            List<String> resets = log.matching("connection reset", "reset by peer", "Unexpected exception").stream()
+                    .filter(l -> !l.contains(" org.apache.zookeeper.server.")).toList();
             assertTrue(resets.isEmpty(), "no connection resets in client logs:\n  " + String.join("\n  ", resets));
             c.assertHealthy();
         }
