@@ -176,15 +176,8 @@ impl<S: Storage> Reader<S> {
         if view.is_deleted(ledger) {
             return Ok(Single::Done(None));
         }
-        if let Some(ahead) = &self.ahead {
-            let cached = ahead
-                .cache
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take(ledger, entry);
-            if cached.is_some() {
-                return Ok(Single::Done(cached));
-            }
+        if let Some(body) = self.take_read_ahead(ledger, entry) {
+            return Ok(Single::Done(Some(body)));
         }
         let Some(loc) = self.locate(view, ledger, entry)? else {
             return Ok(Single::Done(None));
@@ -269,6 +262,16 @@ impl<S: Storage> Reader<S> {
         done
     }
 
+    /// The entry from the read-ahead cache, taken out of it (read-ahead off: `None`).
+    fn take_read_ahead(&self, ledger: u64, entry: u64) -> Option<Bytes> {
+        let ahead = self.ahead.as_ref()?;
+        ahead
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(ledger, entry)
+    }
+
     /// Records that `entry` of `ledger` was asked; true if it follows the previous one asked.
     fn note_asked(&mut self, ledger: u64, entry: u64) -> bool {
         if self.ahead.is_none() {
@@ -294,15 +297,8 @@ impl<S: Storage> Reader<S> {
         if view.is_deleted(ledger) {
             return Ok(None);
         }
-        if let Some(ahead) = &self.ahead {
-            let cached = ahead
-                .cache
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take(ledger, entry);
-            if cached.is_some() {
-                return Ok(cached);
-            }
+        if let Some(body) = self.take_read_ahead(ledger, entry) {
+            return Ok(Some(body));
         }
         let Some(first) = self.locate(view, ledger, entry)? else {
             return Ok(None);

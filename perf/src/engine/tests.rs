@@ -90,9 +90,8 @@ fn quorum_writes_reach_the_write_set() {
     assert!(per.iter().all(|&n| n >= w.ops_ok), "{per:?}");
 }
 
-/// A bookie that never answers: the open-loop ops time out and are counted as such.
-#[test]
-fn silent_bookie_gives_timeouts_not_hangs() {
+/// A listener that accepts one connection, never reads or answers it, and closes it after 3 s.
+fn silent_bookie() -> (SocketAddr, std::thread::JoinHandle<()>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
     let addr = listener.local_addr().expect("addr");
     let keep = std::thread::spawn(move || {
@@ -100,6 +99,13 @@ fn silent_bookie_gives_timeouts_not_hangs() {
         std::thread::sleep(Duration::from_secs(3));
         drop(conn);
     });
+    (addr, keep)
+}
+
+/// A bookie that never answers: the open-loop ops time out and are counted as such.
+#[test]
+fn silent_bookie_gives_timeouts_not_hangs() {
+    let (addr, keep) = silent_bookie();
     let mut c = config(vec![addr]);
     c.warmup = Duration::ZERO;
     c.duration = Duration::from_millis(200);
@@ -117,13 +123,7 @@ fn silent_bookie_gives_timeouts_not_hangs() {
 /// stall report, not after the preload's 10-minute deadline.
 #[test]
 fn preload_stall_is_reported_after_the_timeout() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
-    let addr = listener.local_addr().expect("addr");
-    let keep = std::thread::spawn(move || {
-        let conn = listener.accept();
-        std::thread::sleep(Duration::from_secs(3));
-        drop(conn);
-    });
+    let (addr, keep) = silent_bookie();
     let mut c = config(vec![addr]);
     c.preload_entries = 1000;
     c.timeout = Duration::from_millis(300);

@@ -1,7 +1,6 @@
 package dev.rustbookie.interop;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,20 +41,7 @@ public final class JavaBookie extends Bookie {
 
     @Override
     protected List<String> command() throws IOException {
-        Path log4j = dir.resolve("log4j2.xml");
-        Files.writeString(log4j, """
-                <?xml version="1.0" encoding="UTF-8"?>
-                <Configuration status="WARN">
-                  <Appenders>
-                    <Console name="out" target="SYSTEM_OUT">
-                      <PatternLayout pattern="%d{HH:mm:ss.SSS} %-5p [%t] %c{1} - %m%n"/>
-                    </Console>
-                  </Appenders>
-                  <Loggers>
-                    <Root level="INFO"><AppenderRef ref="out"/></Root>
-                  </Loggers>
-                </Configuration>
-                """);
+        Path log4j = Settings.log4j2Config(dir, "INFO");
         List<String> cmd = new ArrayList<>();
         cmd.add(Settings.javaBin());
         cmd.add("-Xms" + heap);

@@ -98,20 +98,7 @@ public final class PulsarBroker implements AutoCloseable {
     }
 
     private List<String> java(String heap, String log4jLevel) throws Exception {
-        Path log4j = dir.resolve("log4j2-" + log4jLevel + ".xml");
-        Files.writeString(log4j, """
-                <?xml version="1.0" encoding="UTF-8"?>
-                <Configuration status="WARN">
-                  <Appenders>
-                    <Console name="out" target="SYSTEM_OUT">
-                      <PatternLayout pattern="%d{HH:mm:ss.SSS} %-5p [%t] %c{1} - %m%n"/>
-                    </Console>
-                  </Appenders>
-                  <Loggers>
-                    <Root level="LEVEL"><AppenderRef ref="out"/></Root>
-                  </Loggers>
-                </Configuration>
-                """.replace("LEVEL", log4jLevel));
+        Path log4j = Settings.log4j2Config(dir, log4jLevel);
         List<String> cmd = new ArrayList<>();
         cmd.add(Settings.javaBin());
         cmd.add("-Xms" + heap);

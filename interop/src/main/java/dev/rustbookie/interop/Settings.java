@@ -69,4 +69,24 @@ public final class Settings {
     public static String javaBin() {
         return Paths.get(System.getProperty("java.home"), "bin", "java").toString();
     }
+
+    /** Writes a log4j2 configuration (console, one line per event, root at {@code level}) into
+     *  {@code dir} for a child JVM, and returns its path. */
+    public static Path log4j2Config(Path dir, String level) throws IOException {
+        Path file = dir.resolve("log4j2-" + level + ".xml");
+        Files.writeString(file, """
+                <?xml version="1.0" encoding="UTF-8"?>
+                <Configuration status="WARN">
+                  <Appenders>
+                    <Console name="out" target="SYSTEM_OUT">
+                      <PatternLayout pattern="%d{HH:mm:ss.SSS} %-5p [%t] %c{1} - %m%n"/>
+                    </Console>
+                  </Appenders>
+                  <Loggers>
+                    <Root level="LEVEL"><AppenderRef ref="out"/></Root>
+                  </Loggers>
+                </Configuration>
+                """.replace("LEVEL", level));
+        return file;
+    }
 }
