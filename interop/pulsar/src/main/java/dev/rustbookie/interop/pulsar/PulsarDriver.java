@@ -43,6 +43,13 @@ import org.apache.pulsar.client.api.SubscriptionType;
  *   message). One line per message:  msg CONSUMER PRODUCER SEQ MESSAGE_ID SIZE SHA256 OK|BAD
  *   (OK: the bytes are the ones the producer generated for that producer, sequence id and size;
  *   the size itself is checked against the producer's acks by the test).
+ * bench-produce SERVICE_URL TOPIC COUNT SIZE
+ *   One producer, batching off (one entry per message), COUNT messages of SIZE bytes (see
+ *   benchPayload: the sequence number 0..COUNT-1 at both ends); prints "produced COUNT in MS ms".
+ * bench-consume SERVICE_URL TOPIC SUBSCRIPTION COUNT SIZE
+ *   One Exclusive consumer on SUBSCRIPTION (default receiver queue), cumulative acks every 1000;
+ *   checks every message (in order, size, the sequence number at both ends, a byte in the middle)
+ *   and prints "consumed COUNT first_to_last_ns NS bad BAD" (clock: first receive to last).
  * </pre>
  */
 public final class PulsarDriver {
@@ -99,6 +106,9 @@ public final class PulsarDriver {
             case "consume" -> consume(args[1], args[2], Paths.get(args[3]), args[4], SubscriptionType.valueOf(args[5]),
                     Integer.parseInt(args[6]), Long.parseLong(args[7]), Integer.parseInt(args[8]),
                     Integer.parseInt(args[9]));
+            case "bench-produce" -> benchProduce(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+            case "bench-consume" -> benchConsume(args[1], args[2], args[3], Integer.parseInt(args[4]),
+                    Integer.parseInt(args[5]));
             default -> throw new IllegalArgumentException(Arrays.toString(args));
         }
         System.exit(0);
@@ -254,6 +264,100 @@ public final class PulsarDriver {
             for (Consumer<byte[]> c : cs) {
                 c.close();
             }
+        }
+    }
+
+    /** SIZE bytes: the sequence number at offset 0 and at the end, (seq * 31 + i) elsewhere. */
+    static byte[] benchPayload(long seq, int size) {
+        byte[] b = new byte[size];
+        for (int i = 0; i < size; i++) {
+            b[i] = (byte) (seq * 31 + i);
+        }
+        ByteBuffer bb = ByteBuffer.wrap(b);
+        bb.putLong(0, seq);
+        bb.putLong(size - 8, seq);
+        return b;
+    }
+
+    static void benchProduce(String url, String topic, int count, int size) throws Exception {
+        try (PulsarClient client = client(url)) {
+            Producer<byte[]> p = client.newProducer()
+                    .topic(topic)
+                    .enableBatching(false)
+                    .sendTimeout(0, TimeUnit.SECONDS)
+                    .maxPendingMessages(1000)
+                    .blockIfQueueFull(true)
+                    .create();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            AtomicLong acked = new AtomicLong();
+            long t0 = System.nanoTime();
+            CompletableFuture<?> lastF = null;
+            for (long seq = 0; seq < count; seq++) {
+                lastF = p.newMessage().value(benchPayload(seq, size)).sendAsync().whenComplete((mid, ex) -> {
+                    if (ex != null) {
+                        failed.compareAndSet(null, ex);
+                    } else {
+                        acked.incrementAndGet();
+                    }
+                });
+            }
+            p.flush();
+            if (lastF != null) {
+                try {
+                    lastF.get(10, TimeUnit.MINUTES);
+                } catch (Exception e) {
+                    failed.compareAndSet(null, e);
+                }
+            }
+            p.close();
+            System.out.println("produced " + acked.get() + " in " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+            if (failed.get() != null || acked.get() != count) {
+                if (failed.get() != null) {
+                    failed.get().printStackTrace();
+                }
+                System.exit(2);
+            }
+        }
+    }
+
+    static void benchConsume(String url, String topic, String sub, int count, int size) throws Exception {
+        try (PulsarClient client = client(url)) {
+            Consumer<byte[]> c = client.newConsumer()
+                    .topic(topic)
+                    .subscriptionName(sub)
+                    .subscriptionType(SubscriptionType.Exclusive)
+                    .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
+                    .subscribe();
+            long first = 0;
+            long last = 0;
+            long bad = 0;
+            int got = 0;
+            while (got < count) {
+                Message<byte[]> m = c.receive(60, TimeUnit.SECONDS);
+                if (m == null) {
+                    break;
+                }
+                last = System.nanoTime();
+                if (got == 0) {
+                    first = last;
+                }
+                byte[] d = m.getData();
+                ByteBuffer bb = ByteBuffer.wrap(d);
+                int mid = size / 2;
+                if (d.length != size || bb.getLong(0) != got || bb.getLong(size - 8) != got
+                        || d[mid] != (byte) (got * 31L + mid)) {
+                    if (bad++ < 10) {
+                        System.out.println("bad message " + got + ": size " + d.length + " seq "
+                                + (d.length >= 8 ? bb.getLong(0) : -1) + " id " + m.getMessageId());
+                    }
+                }
+                got++;
+                if (got % 1000 == 0 || got == count) {
+                    c.acknowledgeCumulativeAsync(m);
+                }
+            }
+            System.out.println("consumed " + got + " first_to_last_ns " + (last - first) + " bad " + bad);
+            c.close();
         }
     }
 }
