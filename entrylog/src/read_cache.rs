@@ -18,6 +18,13 @@ use std::collections::{HashMap, VecDeque};
 
 use bytes::Bytes;
 
+/// How far ahead of the previous read of its ledger a read still counts as sequential. A
+/// client reading a ledger written across an ensemble asks each bookie for every E-th entry
+/// (the Java client without sticky reads, E3 W3: entries e, e+3, e+6, ...); Java's
+/// DbLedgerStorage reads ahead on every miss, so such a reader must get runs here too. The
+/// entries in between that the reader does not ask for age out of the cache.
+pub const MAX_STRIDE: u64 = 8;
+
 /// Entries read ahead, within a byte budget.
 #[derive(Debug)]
 pub struct ReadCache {
@@ -66,9 +73,12 @@ impl ReadCache {
         self.run_ends.insert(ledger, next);
     }
 
-    /// True when `entry` is the one right after the last run read ahead for `ledger`.
+    /// True when `entry` continues the last run read ahead for `ledger`: the one right after
+    /// it, or a few further on (`MAX_STRIDE`: a client reading across an ensemble).
     pub fn follows_run(&self, ledger: u64, entry: u64) -> bool {
-        self.run_ends.get(&ledger) == Some(&entry)
+        self.run_ends
+            .get(&ledger)
+            .is_some_and(|&next| entry >= next && entry - next < MAX_STRIDE)
     }
 
     /// True when the cache holds the entry.

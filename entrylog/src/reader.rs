@@ -7,8 +7,10 @@
 //! error, never silently wrong data.
 //!
 //! Read-ahead ([`ReadAhead`]): a catch-up reader asks for a ledger's entries in order, and a
-//! flush stores them contiguously, so when a read follows the previous read of its ledger (or
-//! starts a batch read) the reader looks up the next entries in the index too, and as long as
+//! flush stores them contiguously, so when a read follows the previous read of its ledger (right
+//! after it or a few entries on, `read_cache::MAX_STRIDE`: a client reading across an ensemble
+//! asks each bookie for every E-th entry), or starts a batch read, the reader looks up the next
+//! entries in the index too, and as long as
 //! each lies right after the one before in the same segment, reads the whole run in one aligned
 //! read (within `max_bytes`, `max_entries`). Every entry of the run is verified like a single
 //! read; the ones beyond the asked entry go to the shared [`ReadCache`]. The index decides what
@@ -272,7 +274,8 @@ impl<S: Storage> Reader<S> {
             .take(ledger, entry)
     }
 
-    /// Records that `entry` of `ledger` was asked; true if it follows the previous one asked.
+    /// Records that `entry` of `ledger` was asked; true if it follows the previous one asked
+    /// (right after it, or up to `MAX_STRIDE` further: a reader across an ensemble).
     fn note_asked(&mut self, ledger: u64, entry: u64) -> bool {
         if self.ahead.is_none() {
             return false;
@@ -281,7 +284,7 @@ impl<S: Storage> Reader<S> {
             self.last_asked.clear();
         }
         let before = self.last_asked.insert(ledger, entry);
-        before.is_some_and(|b| b.checked_add(1) == Some(entry))
+        before.is_some_and(|b| entry > b && entry - b <= crate::read_cache::MAX_STRIDE)
     }
 
     /// Reads `entry`, from the read-ahead cache if there, else from disk with up to

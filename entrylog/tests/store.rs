@@ -868,3 +868,48 @@ fn read_each_keeps_many_reads_in_flight() {
     assert!(stats.short_reads > 0, "the faults ran");
     assert_eq!(errors as u64 > 0, stats.bitflips > 0);
 }
+
+/// A reader across an ensemble (the Java client without sticky reads asks each of three
+/// bookies for every third entry) still reads ahead: after the first two reads, runs bring the
+/// entries it will ask for, and most of its reads are cache hits.
+#[test]
+fn strided_reads_read_ahead() {
+    use std::sync::{Arc, Mutex};
+    let disk = SimDisk::new(SimConfig::new(23));
+    let config = LedgerStoreConfig {
+        entry_log_size_bytes: 1 << 20,
+        ..small_config()
+    };
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let entries: Vec<(u64, u64, Bytes)> = (0..300).map(|e| (4, e, body(4, e, 0, 200))).collect();
+    store
+        .flush(&FlushBatch {
+            entries,
+            ledgers: vec![meta(4)],
+            journal_mark: 1,
+        })
+        .unwrap();
+    let view = store.snapshot();
+    let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
+    let mut reader = Reader::new(disk.storage("l"), &config).with_read_ahead(entrylog::ReadAhead {
+        cache: cache.clone(),
+        max_entries: 50,
+        max_bytes: 64 << 10,
+    });
+    let mut asked = 0u64;
+    for e in (1..300).step_by(3) {
+        // The bookie's shard answers cache hits itself; the reader sees only the misses.
+        let hit = cache.lock().unwrap().take(4, e);
+        let got = match hit {
+            Some(b) => Some(b),
+            None => {
+                asked += 1;
+                reader.read(&view, 4, e).unwrap()
+            }
+        };
+        assert_eq!(got, Some(body(4, e, 0, 200)), "4:{e}");
+    }
+    // 100 reads of every third entry: runs of 50 entries cover ~17 of them each.
+    assert!(reader.runs_read >= 5, "runs {}", reader.runs_read);
+    assert!(asked <= 12, "reads that reached the reader: {asked} of 100");
+}
