@@ -156,6 +156,9 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     // Twice from each shard: journal replayed, then listening.
     let mut failure = wait_for_shards(&ready_rx, shards).err();
     if failure.is_none() {
+        failure = port_in_use(addr);
+    }
+    if failure.is_none() {
         log::info!("every shard has replayed its journal; listening on {addr}");
         let _ = listen_tx.send(true);
         failure = wait_for_shards(&ready_rx, shards).err();
@@ -551,6 +554,19 @@ fn shard_main(
 /// Refused and failed accepts come at a client's pace: logged in summary.
 static REFUSED: LogLimiter = LogLimiter::new(Duration::from_secs(10), 5);
 static ACCEPT_FAILED: LogLimiter = LogLimiter::new(Duration::from_secs(10), 5);
+
+/// Every shard binds the bookie port with SO_REUSEPORT, which would also let this bookie share
+/// a port another process listens on (splitting its connections) without a word. So a port
+/// that a plain bind cannot take is refused first, as a Java bookie refuses it.
+fn port_in_use(addr: SocketAddr) -> Option<String> {
+    if addr.port() == 0 {
+        return None;
+    }
+    let probe = std::net::TcpListener::bind(addr);
+    probe.err().map(|e| {
+        format!("cannot listen on {addr}: {e} (another process, another bookie?, holds the port)")
+    })
+}
 
 fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     let socket = if addr.is_ipv4() {

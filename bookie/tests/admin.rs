@@ -382,3 +382,35 @@ fn a_lone_add_is_committed_within_the_group_wait() {
     );
     b.stop();
 }
+
+/// A second bookie on a port another bookie listens on is refused with a clear error, as a
+/// Java bookie is; without the check both bound it (SO_REUSEPORT) and split its connections.
+#[test]
+fn a_port_in_use_is_refused() {
+    let dir = common::tempdir("bookie-port-");
+    let port = free_port();
+    let mut first = BookieBuilder::serve(port)
+        .args(["--shards", "1", "--no-pin"])
+        .data_dir(&dir.path().join("a"))
+        .start();
+    let mut second = BookieBuilder::serve(port)
+        .args(["--shards", "1", "--no-pin"])
+        .data_dir(&dir.path().join("b"))
+        .log_to(&dir.path().join("b.log"))
+        .spawn();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = second.exited() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the second bookie kept running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    let log = second.log_text();
+    assert!(log.contains("cannot listen on"), "{log}");
+    assert!(first.alive(), "the first bookie is untouched");
+    let mut c = first.client();
+    assert_eq!(status_of(&mut c, add(5, 0, false)), StatusCode::EOK);
+    first.stop();
+}
