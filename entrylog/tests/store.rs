@@ -38,6 +38,22 @@ fn meta(ledger: u64) -> LedgerMeta {
     }
 }
 
+/// A reader of `disk`'s store "l" with read-ahead into `cache` (runs of up to `max_entries`
+/// entries and `max_bytes` bytes).
+fn read_ahead_reader(
+    disk: &SimDisk,
+    config: &LedgerStoreConfig,
+    cache: &std::sync::Arc<std::sync::Mutex<entrylog::ReadCache>>,
+    max_entries: usize,
+    max_bytes: usize,
+) -> Reader<storage::sim::SimStorage> {
+    Reader::new(disk.storage("l"), config).with_read_ahead(entrylog::ReadAhead {
+        cache: cache.clone(),
+        max_entries,
+        max_bytes,
+    })
+}
+
 /// Checks every key of `model` reads back through `reader`, and per-ledger queries agree.
 fn check_model<S: Storage>(
     store: &LedgerStore<impl Storage>,
@@ -652,11 +668,7 @@ fn read_ahead_serves_runs_from_one_read() {
         .unwrap();
     let view = store.snapshot();
     let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
-    let mut reader = Reader::new(disk.storage("l"), &config).with_read_ahead(entrylog::ReadAhead {
-        cache: cache.clone(),
-        max_entries: 50,
-        max_bytes: 64 << 10,
-    });
+    let mut reader = read_ahead_reader(&disk, &config, &cache, 50, 64 << 10);
     // The first read of a ledger is a single read; the next one starts read-ahead.
     assert_eq!(reader.read(&view, 1, 0).unwrap(), Some(body(1, 0, 0, 200)));
     assert_eq!(reader.runs_read, 0);
@@ -681,11 +693,7 @@ fn read_ahead_serves_runs_from_one_read() {
     // The bookie's shard serves cache hits itself, so the reader sees only the misses; a miss
     // right after a run still continues the sequence.
     let fresh = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
-    let mut r2 = Reader::new(disk.storage("l"), &config).with_read_ahead(entrylog::ReadAhead {
-        cache: fresh.clone(),
-        max_entries: 50,
-        max_bytes: 64 << 10,
-    });
+    let mut r2 = read_ahead_reader(&disk, &config, &fresh, 50, 64 << 10);
     r2.read(&view, 1, 0).unwrap();
     r2.read(&view, 1, 1).unwrap();
     assert_eq!(r2.runs_read, 1);
@@ -808,11 +816,7 @@ fn read_each_keeps_many_reads_in_flight() {
         .unwrap();
     let view = store.snapshot();
     let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
-    let mut reader = Reader::new(disk.storage("l"), &config).with_read_ahead(entrylog::ReadAhead {
-        cache: cache.clone(),
-        max_entries: 10,
-        max_bytes: 64 << 10,
-    });
+    let mut reader = read_ahead_reader(&disk, &config, &cache, 10, 64 << 10);
     // A shuffled set of keys, with some that are not there.
     let mut rng = SimRng::new(5);
     let mut asked: Vec<(u64, u64)> = Vec::new();
@@ -891,11 +895,7 @@ fn strided_reads_read_ahead() {
         .unwrap();
     let view = store.snapshot();
     let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
-    let mut reader = Reader::new(disk.storage("l"), &config).with_read_ahead(entrylog::ReadAhead {
-        cache: cache.clone(),
-        max_entries: 50,
-        max_bytes: 64 << 10,
-    });
+    let mut reader = read_ahead_reader(&disk, &config, &cache, 50, 64 << 10);
     let mut asked = 0u64;
     for e in (1..300).step_by(3) {
         // The bookie's shard answers cache hits itself; the reader sees only the misses.
