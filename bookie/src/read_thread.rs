@@ -103,38 +103,34 @@ fn serve_batch(
     peers: &[ShardHandle],
 ) {
     let mut responses: Vec<Option<Response>> = Vec::with_capacity(batch.len());
+    // The single-entry reads: where each answers in the batch and its reply's fields, and
+    // what it asks.
     let mut singles: Vec<(usize, i64, i64, Option<i64>)> = Vec::new();
+    let mut asked: Vec<(&ReadView, u64, u64)> = Vec::new();
     for (at, job) in batch.iter().enumerate() {
-        match job.read {
-            DiskRead::Entry {
-                ledger,
-                reply_entry_id,
-                max_lac,
-                ..
-            } => {
-                singles.push((at, ledger, reply_entry_id, max_lac));
-                responses.push(None);
-            }
-            _ => responses.push(Some(execute(reader, &job.view, job.read.clone()))),
+        if let DiskRead::Entry {
+            ledger,
+            entry,
+            reply_entry_id,
+            max_lac,
+        } = job.read
+        {
+            singles.push((at, ledger, reply_entry_id, max_lac));
+            asked.push((&*job.view, ledger as u64, entry as u64));
+            responses.push(None);
+        } else {
+            responses.push(Some(execute(reader, &job.view, &job.read)));
         }
     }
-    if !singles.is_empty() {
-        let asked: Vec<(&ReadView, u64, u64)> = singles
-            .iter()
-            .map(|&(at, ..)| {
-                let DiskRead::Entry { ledger, entry, .. } = batch[at].read else {
-                    unreachable!("only entry reads are singles")
-                };
-                (&*batch[at].view, ledger as u64, entry as u64)
-            })
-            .collect();
+    if !asked.is_empty() {
         let bodies = reader.read_each(&asked);
-        for (&(at, ledger, reply_entry_id, max_lac), body) in singles.iter().zip(bodies) {
+        for ((at, ledger, reply_entry_id, max_lac), body) in singles.into_iter().zip(bodies) {
+            let read = &batch[at].read;
             responses[at] = Some(match body {
                 Ok(body) => entry_reply(ledger, reply_entry_id, max_lac, body),
                 Err(e) => {
-                    log::error!("cache-miss read {:?} failed: {e}", batch[at].read);
-                    error_reply(&batch[at].read, StatusCode::EIO)
+                    log::error!("cache-miss read {read:?} failed: {e}");
+                    error_reply(read, StatusCode::EIO)
                 }
             });
         }
@@ -261,12 +257,12 @@ pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
     }
 }
 
-fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: DiskRead) -> Response {
+fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: &DiskRead) -> Response {
     let fail = |read: &DiskRead, e: entrylog::StoreError| {
         log::error!("cache-miss read {read:?} failed: {e}");
         error_reply(read, StatusCode::EIO)
     };
-    match read {
+    match *read {
         DiskRead::Entry {
             ledger,
             entry,
@@ -274,7 +270,7 @@ fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: DiskRead) 
             max_lac,
         } => match reader.read(view, ledger as u64, entry as u64) {
             Ok(body) => entry_reply(ledger, reply_entry_id, max_lac, body),
-            Err(e) => fail(&read, e),
+            Err(e) => fail(read, e),
         },
         DiskRead::Batch {
             ledger,
@@ -309,7 +305,7 @@ fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: DiskRead) 
                         id += 1;
                     }
                     Ok(None) => break,
-                    Err(e) => return fail(&read, e),
+                    Err(e) => return fail(read, e),
                 }
             }
             if entries.is_empty() {
@@ -336,7 +332,7 @@ fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: DiskRead) 
                     availability: Some(availability::encode_entries(all)),
                 }
             }
-            Err(e) => fail(&read, e),
+            Err(e) => fail(read, e),
         },
         DiskRead::ReadLac {
             ledger,
@@ -344,7 +340,7 @@ fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: DiskRead) 
             ref lac_body,
         } => match reader.read(view, ledger as u64, entry as u64) {
             Ok(body) => LedgerTable::read_lac_reply(ledger, lac_body.clone(), body),
-            Err(e) => fail(&read, e),
+            Err(e) => fail(read, e),
         },
     }
 }
