@@ -97,6 +97,9 @@ pub enum DiskRead {
         entry: i64,
         lac_body: Option<Bytes>,
     },
+    /// No request's: the next run of a sequential reader, read into the read-ahead cache
+    /// before it is asked for (`entrylog::Reader::prefetch`). Nothing is replied.
+    Prefetch { ledger: i64, entry: i64 },
 }
 
 /// A reply, or the disk read that will produce it.

@@ -4,6 +4,9 @@
 //! reads in flight together on the reader's ring (random reads at the disk's depth from one
 //! thread), within the journal-first share (`disk_share`); sequential reads read ahead a run
 //! at a time. Replies go straight to the shard holding the connection, in the batch's order.
+//! Then the runs due for sequential readers (`DiskRead::Prefetch` from the shards, and the
+//! triggers this reader took itself) are read into the read-ahead cache: a catch-up reader
+//! finds its next batch there instead of waiting on the device.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -96,12 +99,21 @@ fn take_job(job: ReadJob, deferred: &mut VecDeque<ReadJob>, batch: &mut Vec<Read
 
 /// Serves a batch: single-entry reads through `Reader::read_each` (their device reads in
 /// flight together), the others (batch reads, entry lists, LAC reads) one by one; the replies
-/// go out in the batch's order once all are done.
+/// go out in the batch's order once all are done. Prefetches come last, after the replies.
 fn serve_batch(
     reader: &mut Reader<ReaderStorage>,
     batch: &mut Vec<ReadJob>,
     peers: &[ShardHandle],
 ) {
+    let mut prefetches: Vec<(Arc<ReadView>, u64, u64)> = Vec::new();
+    batch.retain(|job| match job.read {
+        DiskRead::Prefetch { ledger, entry } => {
+            prefetches.push((job.view.clone(), ledger as u64, entry as u64));
+            false
+        }
+        _ => true,
+    });
+    let last_view = batch.last().map(|job| job.view.clone());
     let mut responses: Vec<Option<Response>> = Vec::with_capacity(batch.len());
     // The single-entry reads: where each answers in the batch and its reply's fields, and
     // what it asks.
@@ -145,6 +157,16 @@ fn serve_batch(
             response,
             job.timing,
         );
+    }
+    let due = reader.take_due();
+    if let Some(view) = last_view {
+        prefetches.extend(due.into_iter().map(|(l, e)| (view.clone(), l, e)));
+    }
+    for (view, ledger, entry) in prefetches {
+        if let Err(e) = reader.prefetch(&view, ledger, entry) {
+            // Only a read ahead: the entries are read again, and reported, when asked for.
+            log::warn!("read-ahead of ledger {ledger} from entry {entry} failed: {e}");
+        }
     }
 }
 
@@ -254,6 +276,15 @@ pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
             lac_body: None,
             last_entry_body: None,
         },
+        // Never sent: a prefetch has no request to answer.
+        DiskRead::Prefetch { ledger, entry } => Response::ReadEntry {
+            status,
+            ledger_id: ledger,
+            entry_id: entry,
+            body: None,
+            max_lac: None,
+            lac_update_timestamp: None,
+        },
     }
 }
 
@@ -342,5 +373,8 @@ fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: &DiskRead)
             Ok(body) => LedgerTable::read_lac_reply(ledger, lac_body.clone(), body),
             Err(e) => fail(read, e),
         },
+        // `serve_batch` takes prefetches out of the batch before executing it; had one come
+        // here, its reply would never be sent.
+        DiskRead::Prefetch { .. } => error_reply(read, StatusCode::EIO),
     }
 }

@@ -643,7 +643,8 @@ impl Shard {
 
     /// Hands a cache miss to the shard's reader thread (bounded queue: full means busy).
     fn read_disk(&mut self, read: DiskRead, to: Responder) {
-        // An entry read ahead by a reader: answered here, no hop to a reader thread.
+        // An entry read ahead by a reader: answered here, no hop to a reader thread. When it
+        // starts a sequential reader's run, the run after it is read ahead meanwhile.
         if let (
             DiskRead::Entry {
                 ledger,
@@ -654,18 +655,40 @@ impl Shard {
             Some(cache),
         ) = (&read, &self.store.read_cache)
         {
-            let hit = cache
+            let (hit, next) = cache
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .take(*ledger as u64, *entry as u64);
+                .take_and_trigger(*ledger as u64, *entry as u64);
             if let Some(body) = hit {
+                if let Some(next) = next {
+                    let prefetch = DiskRead::Prefetch {
+                        ledger: *ledger,
+                        entry: next as i64,
+                    };
+                    // Best effort: a full queue means the readers have real reads to do.
+                    let _ = self.store.read_jobs.try_send(self.read_job(prefetch, &to));
+                }
                 let reply =
                     read_thread::entry_reply(*ledger, *reply_entry_id, *max_lac, Some(body));
                 self.respond(to, reply);
                 return;
             }
         }
-        let (origin, conn_id, conn_state, header, timing) = match &to {
+        let job = self.read_job(read, &to);
+        if let Err(err) = self.store.read_jobs.try_send(job) {
+            self.stats.rejected_busy += 1;
+            let job = match err {
+                crossbeam_channel::TrySendError::Full(j)
+                | crossbeam_channel::TrySendError::Disconnected(j) => j,
+            };
+            let reply = read_thread::error_reply(&job.read, StatusCode::ETOOMANYREQUESTS);
+            self.respond(to, reply);
+        }
+    }
+
+    /// A reader thread's job for `read`, replying to `to`'s connection.
+    fn read_job(&self, read: DiskRead, to: &Responder) -> ReadJob {
+        let (origin, conn_id, conn_state, header, timing) = match to {
             Responder::Local {
                 conn,
                 header,
@@ -693,7 +716,7 @@ impl Shard {
                 crate::metrics::pack_timing(*op, *since),
             ),
         };
-        let job = ReadJob {
+        ReadJob {
             timing,
             view: self.store.view.clone(),
             read,
@@ -701,15 +724,6 @@ impl Shard {
             conn_id,
             conn: conn_state,
             header,
-        };
-        if let Err(err) = self.store.read_jobs.try_send(job) {
-            self.stats.rejected_busy += 1;
-            let job = match err {
-                crossbeam_channel::TrySendError::Full(j)
-                | crossbeam_channel::TrySendError::Disconnected(j) => j,
-            };
-            let reply = read_thread::error_reply(&job.read, StatusCode::ETOOMANYREQUESTS);
-            self.respond(to, reply);
         }
     }
 

@@ -10,6 +10,14 @@
 //! all. Shared by the reader threads of one shard behind a mutex (held for a map operation
 //! only, never across I/O).
 //!
+//! A sequential reader is kept one run ahead: the run read for it carries a *trigger*, its
+//! first entry; taking that entry (the reader has started on the run) hands back where the
+//! next run starts ([`ReadCache::take_and_trigger`]), and the taker asks a reader thread to
+//! read that run before it is asked for (`Reader::prefetch`). A broker reading batches of 100
+//! then finds each batch in the cache while the next one is read, instead of waiting on one
+//! device read per batch. At most one run per ledger is read unasked: a reader that stops
+//! leaves one run to age out.
+//!
 //! Entries are immutable once written (a ledger's entry id is assigned once by its single
 //! writer; recovery rewrites the same bytes), so a cached entry never goes stale; entries of a
 //! deleted ledger are never served because the reader checks its view first.
@@ -32,6 +40,9 @@ pub struct ReadCache {
     /// Per ledger, the entry right after the last run read ahead: a miss there continues a
     /// sequential reader whose hits never reached the reader thread (the shard serves them).
     run_ends: HashMap<u64, u64>,
+    /// Per ledger, the first entry of the last run read for a sequential reader: taking it
+    /// starts the read of the run after it.
+    triggers: HashMap<u64, u64>,
     /// Insertion order, for eviction; a key may be stale (already taken out).
     order: VecDeque<(u64, u64)>,
     bytes: usize,
@@ -47,6 +58,7 @@ impl ReadCache {
         ReadCache {
             map: HashMap::new(),
             run_ends: HashMap::new(),
+            triggers: HashMap::new(),
             order: VecDeque::new(),
             bytes: 0,
             max_bytes,
@@ -63,6 +75,28 @@ impl ReadCache {
         self.bytes -= b.len();
         self.hits += 1;
         Some(b)
+    }
+
+    /// As [`take`](Self::take), and when the entry is at or past its ledger's trigger, also
+    /// where the next run starts: the caller has it read ahead (module docs).
+    pub fn take_and_trigger(&mut self, ledger: u64, entry: u64) -> (Option<Bytes>, Option<u64>) {
+        let body = self.take(ledger, entry);
+        // At or past the trigger: a reader across an ensemble may skip the trigger entry.
+        let fired = body.is_some() && self.triggers.get(&ledger).is_some_and(|&t| entry >= t);
+        if !fired {
+            return (body, None);
+        }
+        self.triggers.remove(&ledger);
+        (body, self.run_ends.get(&ledger).copied())
+    }
+
+    /// Marks `entry` (the first of a run just read for a sequential reader) as the trigger
+    /// of `ledger`'s next run.
+    pub fn set_trigger(&mut self, ledger: u64, entry: u64) {
+        if self.triggers.len() >= 4096 && !self.triggers.contains_key(&ledger) {
+            self.triggers.clear();
+        }
+        self.triggers.insert(ledger, entry);
     }
 
     /// Records that a run of `ledger` read ahead ended before `next`.
@@ -156,6 +190,34 @@ mod tests {
         c.insert(3, 0, body(301, 1));
         assert!(!c.contains(3, 0), "larger than the budget: not kept");
         assert_eq!(c.hits, 1);
+    }
+
+    #[test]
+    fn taking_the_trigger_gives_the_next_run_once() {
+        let mut c = ReadCache::new(1 << 20);
+        for e in 10..20 {
+            c.insert(4, e, body(8, 0));
+        }
+        c.note_run_end(4, 20);
+        c.set_trigger(4, 10);
+        c.set_trigger(4, 12);
+        assert_eq!(c.take_and_trigger(4, 11).1, None, "before the trigger");
+        assert_eq!(
+            c.take_and_trigger(4, 13).1,
+            Some(20),
+            "past it (a strided reader)"
+        );
+        c.set_trigger(4, 10);
+        let (b, next) = c.take_and_trigger(4, 10);
+        assert!(b.is_some());
+        assert_eq!(next, Some(20));
+        c.insert(4, 10, body(8, 0));
+        assert_eq!(c.take_and_trigger(4, 10).1, None, "a trigger fires once");
+        assert_eq!(
+            c.take_and_trigger(5, 0),
+            (None, None),
+            "a miss never triggers"
+        );
     }
 
     #[test]

@@ -15,6 +15,10 @@
 //! read (within `max_bytes`, `max_entries`). Every entry of the run is verified like a single
 //! read; the ones beyond the asked entry go to the shared [`ReadCache`]. The index decides what
 //! is read, never the bytes on disk alone, so a stale copy left by compaction is never served.
+//!
+//! A sequential reader is then kept a run ahead: the run read for it carries a trigger in the
+//! cache (`read_cache` module docs), and whoever takes the trigger entry (a shard serving a
+//! hit, or this reader) has the next run read by [`Reader::prefetch`] before it is asked for.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -61,6 +65,8 @@ pub struct Reader<S: Storage> {
     ahead: Option<ReadAhead>,
     /// The last entry asked of each recently read ledger.
     last_asked: HashMap<u64, u64>,
+    /// Runs due to be read ahead (ledger, first entry): triggers this reader took itself.
+    due: Vec<(u64, u64)>,
     /// Device reads of more than one entry, and the entries they brought beyond the asked one.
     pub runs_read: u64,
     pub entries_ahead: u64,
@@ -75,6 +81,7 @@ impl<S: Storage> Reader<S> {
             pruned_for: 0,
             ahead: None,
             last_asked: HashMap::new(),
+            due: Vec::new(),
             runs_read: 0,
             entries_ahead: 0,
         }
@@ -264,14 +271,66 @@ impl<S: Storage> Reader<S> {
         done
     }
 
-    /// The entry from the read-ahead cache, taken out of it (read-ahead off: `None`).
-    fn take_read_ahead(&self, ledger: u64, entry: u64) -> Option<Bytes> {
+    /// The entry from the read-ahead cache, taken out of it (read-ahead off: `None`). When
+    /// it was its ledger's trigger, the next run is due ([`take_due`](Self::take_due)).
+    fn take_read_ahead(&mut self, ledger: u64, entry: u64) -> Option<Bytes> {
         let ahead = self.ahead.as_ref()?;
-        ahead
+        let (body, next) = ahead
             .cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .take(ledger, entry)
+            .take_and_trigger(ledger, entry);
+        if let Some(next) = next {
+            self.due.push((ledger, next));
+        }
+        body
+    }
+
+    /// The runs this reader found due while reading (it took their triggers): the caller
+    /// reads them with [`prefetch`](Self::prefetch) once its replies are out.
+    pub fn take_due(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.due)
+    }
+
+    /// Reads the run of `ledger` from `start` into the read-ahead cache, unasked: a sequential
+    /// reader has started on the run before it (module docs). Its first entry becomes the
+    /// trigger of the run after. Does nothing when read-ahead is off, the entry is cached
+    /// already, or the store does not have it (the reader caught up with the write cache).
+    /// Returns the entries read.
+    pub fn prefetch(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        start: u64,
+    ) -> Result<usize, StoreError> {
+        let Some(ahead) = self.ahead.clone() else {
+            return Ok(0);
+        };
+        self.prune(view);
+        if view.is_deleted(ledger) {
+            return Ok(0);
+        }
+        if ahead
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(ledger, start)
+        {
+            return Ok(0);
+        }
+        let Some(bodies) = self.read_run(view, ledger, start, ahead.max_entries)? else {
+            return Ok(0);
+        };
+        let n = bodies.len();
+        self.runs_read += 1;
+        self.entries_ahead += n as u64;
+        let mut cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
+        for (k, body) in bodies.into_iter().enumerate() {
+            cache.insert(ledger, start + k as u64, body);
+        }
+        cache.note_run_end(ledger, start + n as u64);
+        cache.set_trigger(ledger, start);
+        Ok(n)
     }
 
     /// Records that `entry` of `ledger` was asked; true if it follows the previous one asked
@@ -303,13 +362,54 @@ impl<S: Storage> Reader<S> {
         if let Some(body) = self.take_read_ahead(ledger, entry) {
             return Ok(Some(body));
         }
+        let max_entries = match &self.ahead {
+            Some(a) if want > 1 => a.max_entries.min(want),
+            _ => 1,
+        };
+        let Some(bodies) = self.read_run(view, ledger, entry, max_entries)? else {
+            return Ok(None);
+        };
+        if bodies.len() > 1 {
+            self.runs_read += 1;
+            self.entries_ahead += bodies.len() as u64 - 1;
+        }
+        let ahead_of = bodies.len() > 1;
+        let mut bodies = bodies.into_iter();
+        let asked = bodies.next();
+        if let (Some(ahead), true) = (&self.ahead, ahead_of) {
+            let mut cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
+            let mut next = entry + 1;
+            for body in bodies {
+                cache.insert(ledger, next, body);
+                next += 1;
+            }
+            cache.note_run_end(ledger, next);
+            if want == usize::MAX {
+                // A sequential reader: the first entry it has yet to take starts the next run.
+                cache.set_trigger(ledger, entry + 1);
+            }
+        }
+        Ok(asked)
+    }
+
+    /// Reads `entry` and up to `max_entries - 1` entries after it as one device read, as long
+    /// as their index locations follow one another in one segment (within the read-ahead's
+    /// byte limit), each verified. `None` when the store does not have `entry`; a bad entry
+    /// after the first ends the run (it is reported when asked for by itself).
+    fn read_run(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        entry: u64,
+        max_entries: usize,
+    ) -> Result<Option<Vec<Bytes>>, StoreError> {
         let Some(first) = self.locate(view, ledger, entry)? else {
             return Ok(None);
         };
         let file = self.file(FileKind::Segment, first.segment as u64)?;
-        let (max_entries, max_bytes) = match &self.ahead {
-            Some(a) if want > 1 => (a.max_entries.min(want), a.max_bytes as u64),
-            _ => (1, 0),
+        let max_bytes = match &self.ahead {
+            Some(a) if max_entries > 1 => a.max_bytes as u64,
+            _ => 0,
         };
         // The run: entries whose index locations follow one another in the same segment.
         let mut run = vec![first];
@@ -331,7 +431,8 @@ impl<S: Storage> Reader<S> {
             run.push(loc);
         }
         if run.len() == 1 {
-            return segment::read_entry(&mut self.storage, file, first, ledger, entry).map(Some);
+            let body = segment::read_entry(&mut self.storage, file, first, ledger, entry)?;
+            return Ok(Some(vec![body]));
         }
         let name = || file_name(FileKind::Segment, first.segment as u64);
         let last = run[run.len() - 1];
@@ -351,20 +452,7 @@ impl<S: Storage> Reader<S> {
                 Err(_) => break,
             }
         }
-        self.runs_read += 1;
-        self.entries_ahead += bodies.len() as u64 - 1;
-        let mut bodies = bodies.into_iter();
-        let asked = bodies.next();
-        if let Some(ahead) = &self.ahead {
-            let mut cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
-            let mut next = entry + 1;
-            for body in bodies {
-                cache.insert(ledger, next, body);
-                next += 1;
-            }
-            cache.note_run_end(ledger, next);
-        }
-        Ok(asked)
+        Ok(Some(bodies))
     }
 
     /// Where the entry is, after checking the location lies inside a live segment's committed

@@ -913,3 +913,67 @@ fn strided_reads_read_ahead() {
     assert!(reader.runs_read >= 5, "runs {}", reader.runs_read);
     assert!(asked <= 12, "reads that reached the reader: {asked} of 100");
 }
+
+/// A broker-like catch-up reader (batches of 100 in order, the shard answering cache hits
+/// itself) is kept a run ahead: each run's first entry taken triggers the read of the next
+/// one, so after the first batch no read waits on the device, and the chain stops at the end
+/// of the ledger. The entries are the ones written.
+#[test]
+fn a_sequential_reader_is_kept_a_run_ahead() {
+    use std::sync::{Arc, Mutex};
+    let disk = SimDisk::new(SimConfig::new(29));
+    let config = LedgerStoreConfig {
+        entry_log_size_bytes: 4 << 20,
+        ..small_config()
+    };
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let entries: Vec<(u64, u64, Bytes)> = (0..1000).map(|e| (6, e, body(6, e, 0, 300))).collect();
+    store
+        .flush(&FlushBatch {
+            entries,
+            ledgers: vec![meta(6)],
+            journal_mark: 1,
+        })
+        .unwrap();
+    let view = store.snapshot();
+    let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(4 << 20)));
+    let mut reader = read_ahead_reader(&disk, &config, &cache, 100, 256 << 10);
+    let (mut misses, mut prefetched) = (0u64, 0usize);
+    for batch in 0..10u64 {
+        let mut due = Vec::new();
+        for e in batch * 100..(batch + 1) * 100 {
+            let (hit, next) = cache.lock().unwrap().take_and_trigger(6, e);
+            due.extend(next);
+            let got = match hit {
+                Some(b) => Some(b),
+                None => {
+                    misses += 1;
+                    reader.read(&view, 6, e).unwrap()
+                }
+            };
+            assert_eq!(got, Some(body(6, e, 0, 300)), "6:{e}");
+        }
+        // Between batches (a reader thread once its replies are out): the runs due.
+        due.extend(reader.take_due().into_iter().map(|(_, e)| e));
+        for start in due {
+            prefetched += reader.prefetch(&view, 6, start).unwrap();
+        }
+    }
+    // The first batch: entry 0 alone (nothing before it), entry 1 reads the run after it.
+    assert_eq!(misses, 2, "reads that waited on the device");
+    assert!(
+        prefetched >= 800,
+        "entries read ahead unasked: {prefetched}"
+    );
+    assert_eq!(
+        reader.prefetch(&view, 6, 1000).unwrap(),
+        0,
+        "past the ledger's end"
+    );
+    let cache = cache.lock().unwrap();
+    assert!(
+        cache.len() <= 100,
+        "at most a run left unread: {}",
+        cache.len()
+    );
+}
