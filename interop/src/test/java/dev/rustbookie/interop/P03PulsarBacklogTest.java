@@ -103,6 +103,11 @@ class P03PulsarBacklogTest {
             String line = String.format("P03 backlog: %d msgs in %.2f s = %.0f msg/s (impl=%s)", N, secs, N / secs, impl);
             Cluster.log(line);
             System.out.println(line);
+            for (Bookie k : c.bookies) {
+                if (!k.isJava()) {
+                    Cluster.log(impl + ": " + k.name + " reads: " + readStats(k));
+                }
+            }
             c.assertHealthy();
         }
     }
@@ -134,6 +139,26 @@ class P03PulsarBacklogTest {
             Thread.sleep(100);
         }
         return "flush HTTP " + st + ", bookie_write_cache_size " + gauge + " (not confirmed 0)";
+    }
+
+    /**
+     * Our bookie's read side after the catch-up, from /metrics: single and batch reads served
+     * (count, mean and p99 in ms), the cache-miss stage and the read-ahead counters, so the
+     * closing note can say whether the bookie or the broker owns a batch's time.
+     */
+    static String readStats(Bookie k) throws Exception {
+        String metrics = k.http("GET", "/metrics", null).body();
+        StringBuilder sb = new StringBuilder();
+        for (String l : metrics.split("\n")) {
+            boolean read = l.startsWith("bookkeeper_server_READ_ENTRY_REQUEST") || l.startsWith("bookkeeper_server_BATCH_READ_ENTRY_REQUEST");
+            boolean kept = read && l.contains("success=\"true\"") && (l.contains("_count") || l.contains("_sum") || l.contains("quantile=\"0.5\"") || l.contains("quantile=\"0.99\""));
+            kept |= l.startsWith("bookie_rs_stage_latency_ms_count{stage=\"cache_miss_read\"") || l.startsWith("bookie_rs_stage_latency_ms_sum{stage=\"cache_miss_read\"");
+            kept |= l.startsWith("bookie_rs_read_ahead_") || l.startsWith("bookie_rs_read_cache_hits");
+            if (kept) {
+                sb.append(l.replace("bookkeeper_server_", "").replace("bookie_rs_", "")).append("; ");
+            }
+        }
+        return sb.toString();
     }
 
     static String lastLine(Cluster c, String log, String prefix) throws Exception {
