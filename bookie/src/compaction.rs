@@ -71,8 +71,10 @@ impl GcRunner {
         let ctl = &self.metrics.gc_control;
         let major_on = self.config.major_threshold > 0.0;
         let minor_on = self.config.minor_threshold > 0.0;
-        let major_ok = major_on && !ctl.suspend_major.load(Relaxed);
-        let minor_ok = minor_on && !ctl.suspend_minor.load(Relaxed);
+        let major_ok =
+            major_on && !ctl.suspend_major.load(Relaxed) && !ctl.disk_suspend_major.load(Relaxed);
+        let minor_ok =
+            minor_on && !ctl.suspend_minor.load(Relaxed) && !ctl.disk_suspend_minor.load(Relaxed);
         let due = |on: bool, interval: Duration, last: Instant| {
             on && !interval.is_zero() && last.elapsed() >= interval
         };
@@ -203,9 +205,10 @@ impl GcRunner {
         let Some((mut c, kind, force, started)) = self.current.take() else {
             return;
         };
+        let ctl = &self.metrics.gc_control;
         let suspended = match kind {
-            Kind::Major => self.metrics.gc_control.suspend_major.load(Relaxed),
-            Kind::Minor => self.metrics.gc_control.suspend_minor.load(Relaxed),
+            Kind::Major => ctl.suspend_major.load(Relaxed) || ctl.disk_suspend_major.load(Relaxed),
+            Kind::Minor => ctl.suspend_minor.load(Relaxed) || ctl.disk_suspend_minor.load(Relaxed),
         };
         if suspended && !force {
             // Java stops a compaction at the next log when suspended; we keep what is copied

@@ -227,7 +227,8 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             "ledgerManagerType" => c.cluster.ledger_manager_type = v.optional(),
             "gcWaitTime" => c.cluster.gc_wait_time = v.millis(1)?,
             "gcOverreplicatedLedgerWaitTime" => {
-                c.cluster.gc_overreplicated_ledger_wait_time = v.millis(1)?
+                // Java: 0 (or below) disables over-replicated-ledger GC.
+                c.cluster.gc_overreplicated_ledger_wait_time = v.millis_or_zero()?
             }
             "verifyMetadataOnGC" => c.cluster.verify_metadata_on_gc = v.boolean()?,
             "minorCompactionThreshold" => c.gc.minor_threshold = v.threshold()?,
@@ -239,6 +240,7 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             }
             "compactionRateByBytes" => c.gc.rate_by_bytes = v.parse_range(1, u64::MAX)?,
             "isThrottleByBytes" => c.gc.throttle_by_bytes = v.boolean()?,
+            "isForceGCAllowWhenNoSpace" => c.gc.force_gc_allow_when_no_space = v.boolean()?,
             "logSizeLimit" => {
                 // Java caps entry logs below 2 GiB (their offsets are ints); ours are u64, but
                 // the same range keeps an operator's file meaning the same.
@@ -474,6 +476,15 @@ impl Value<'_> {
             .parse()
             .map_err(|_| self.invalid("not a whole number of seconds"))?;
         Ok(Duration::from_secs(n.clamp(0, 1 << 40) as u64))
+    }
+
+    /// Milliseconds; zero or below is zero (disabled).
+    fn millis_or_zero(&self) -> Result<Duration, String> {
+        let n: i64 = self
+            .text()
+            .parse()
+            .map_err(|_| self.invalid("not a whole number of milliseconds"))?;
+        Ok(Duration::from_millis(n.clamp(0, 1 << 40) as u64))
     }
 
     fn millis(&self, min: u64) -> Result<Duration, String> {
