@@ -124,12 +124,14 @@ impl GcRunner {
         status.usage_ppm.store(ppm, Relaxed);
         let _ = events.send(StoreEvent::View(store.snapshot()));
         log::info!(
-            "shard {}: gc: index {} -> {} records, {} segments dropped ({} bytes), {} segments {:.1}% live, {:.0} ms",
+            "shard {}: gc: index {} -> {} records, {} segments dropped ({} bytes), tombstones {} purged {} kept, {} segments {:.1}% live, {:.0} ms",
             self.shard,
             collected.records_before,
             collected.records_after,
             collected.segments_dropped,
             collected.bytes_dropped,
+            collected.tombstones_purged,
+            collected.tombstones_kept,
             collected.usage.len(),
             ppm as f64 / 1e4,
             started.elapsed().as_secs_f64() * 1e3
