@@ -862,6 +862,32 @@ mod tests {
         // A threshold of 0 (or less) disables that compaction, as in Java.
         let (c, _) = conf("majorCompactionThreshold=-1").unwrap();
         assert_eq!(c.gc.major_threshold, 0.0);
+        // The rest of garbage collection: defaults, then set; 0 or below disables
+        // over-replicated-ledger GC, as in Java.
+        let (c, _) = conf("").unwrap();
+        assert_eq!(
+            c.cluster.gc_overreplicated_ledger_wait_time,
+            Duration::from_secs(86_400)
+        );
+        assert!(!c.cluster.verify_metadata_on_gc && !c.gc.force_gc_allow_when_no_space);
+        let (c, a) = conf(
+            "gcOverreplicatedLedgerWaitTime=5000
+verifyMetadataOnGC=true
+             isForceGCAllowWhenNoSpace=true",
+        )
+        .unwrap();
+        assert!(a.ignored.is_empty(), "{:?}", a.ignored);
+        assert_eq!(
+            c.cluster.gc_overreplicated_ledger_wait_time,
+            Duration::from_secs(5)
+        );
+        assert!(c.cluster.verify_metadata_on_gc && c.gc.force_gc_allow_when_no_space);
+        for off in ["0", "-1"] {
+            let (c, _) = conf(&format!("gcOverreplicatedLedgerWaitTime={off}")).unwrap();
+            assert!(c.cluster.gc_overreplicated_ledger_wait_time.is_zero());
+        }
+        assert!(conf("isForceGCAllowWhenNoSpace=maybe").is_err());
+        assert!(conf("gcOverreplicatedLedgerWaitTime=soon").is_err());
     }
 
     #[test]

@@ -491,6 +491,67 @@ mod tests {
         assert!(!overreplicated(1, &Err(MetaError::BadData("x".into())), me));
     }
 
+    /// `isForceGCAllowWhenNoSpace` false: major compaction suspended above the warn
+    /// threshold, minor too above the full one, both back below; true: nothing suspended, a
+    /// forced collection asked for while a directory is above the warn threshold.
+    #[test]
+    fn disk_level_gates_compaction() {
+        use crate::config::DiskConfig;
+        use crate::readonly::DiskUsage;
+        use std::path::Path;
+        let disk = DiskConfig::default();
+        let links = GcLinks {
+            metadata: None,
+            shards: Arc::new(Vec::new()),
+            state: Arc::new(BookieState::new(&disk, &[Path::new("/d")])),
+            metrics: Arc::new(Metrics::new(1)),
+        };
+        let set_usage = |used: f64| {
+            let mut warned = false;
+            links.state.check_disks(&disk, &mut warned, &mut |_| {
+                Ok(DiskUsage {
+                    total_bytes: 1000,
+                    usable_bytes: ((1.0 - used) * 1000.0) as u64,
+                })
+            });
+        };
+        let mut settings = GcSettings {
+            wait: Duration::from_secs(600),
+            overreplicated_wait: Duration::ZERO,
+            verify_metadata: false,
+            force_when_no_space: false,
+            disk_check_interval: Duration::from_secs(10),
+        };
+        let ctl = &links.metrics.gc_control;
+        let suspended = || {
+            (
+                ctl.disk_suspend_major.load(Ordering::Relaxed),
+                ctl.disk_suspend_minor.load(Ordering::Relaxed),
+            )
+        };
+        for (used, want) in [
+            (0.5, (false, false)),
+            (0.92, (true, false)),
+            (0.97, (true, true)),
+            (0.93, (true, false)),
+            (0.2, (false, false)),
+        ] {
+            set_usage(used);
+            assert_eq!(disk_gate(&settings, &links), None, "{used}");
+            assert_eq!(suspended(), want, "{used}");
+        }
+        settings.force_when_no_space = true;
+        set_usage(0.97);
+        assert!(links.state.is_read_only());
+        let forced = disk_gate(&settings, &links).expect("a forced collection");
+        assert!(forced.force);
+        assert_eq!(suspended(), (false, false));
+        set_usage(0.92);
+        assert!(disk_gate(&settings, &links).is_some());
+        set_usage(0.5);
+        assert_eq!(disk_gate(&settings, &links), None);
+    }
+
     #[test]
     fn verify_metadata_rules() {
         let me = "me:3181";
