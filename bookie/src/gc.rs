@@ -234,9 +234,9 @@ fn disk_gate(settings: &GcSettings, links: &GcLinks) -> Option<GcRequest> {
     }
     let major = level >= DISK_ALMOST_FULL;
     let minor = level >= DISK_FULL_LEVEL;
-    if ctl.disk_suspend_major.swap(major, Ordering::Relaxed) != major
-        || ctl.disk_suspend_minor.swap(minor, Ordering::Relaxed) != minor
-    {
+    let major_changed = ctl.disk_suspend_major.swap(major, Ordering::Relaxed) != major;
+    let minor_changed = ctl.disk_suspend_minor.swap(minor, Ordering::Relaxed) != minor;
+    if major_changed || minor_changed {
         log::info!(
             "gc: disks {}: major compaction {}, minor compaction {}",
             ["below the warn threshold", "almost full", "full"][usize::from(level.min(2))],
@@ -530,6 +530,8 @@ mod tests {
             )
         };
         for (used, want) in [
+            (0.5, (false, false)),
+            (0.97, (true, true)),
             (0.5, (false, false)),
             (0.92, (true, false)),
             (0.97, (true, true)),
