@@ -20,8 +20,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Full tier: over-replicated-ledger GC. 4 Rust bookies; ledger A, E3 W3 A2, 300 x 4 KiB,
- * closed. One of A's bookies (the victim) is stopped and {@code BookKeeperAdmin.recoverBookieData}
+ * Full tier: over-replicated-ledger GC. 4 Rust bookies (and again 2 Java + 2 Rust); ledger A,
+ * E3 W3 A2, 300 x 4 KiB, closed. One of A's Rust bookies (the victim) is stopped and {@code BookKeeperAdmin.recoverBookieData}
  * re-replicates its ledgers to the fourth bookie, which takes the victim out of A's ensemble.
  * The victim restarts with {@code gcOverreplicatedLedgerWaitTime=1000} and
  * {@code gcWaitTime=2000} (no forced GC): within 60 s its {@code /api/v1/bookie/list_ledgers}
@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Timeout;
  * is left behind.
  */
 @Tag("full")
-@Timeout(value = 240, unit = TimeUnit.SECONDS)
+@Timeout(value = 420, unit = TimeUnit.SECONDS)
 class F03OverreplicatedLedgerGcTest {
     static final long SEED = 303;
     static final int ENTRIES = 300;
@@ -51,8 +51,20 @@ class F03OverreplicatedLedgerGcTest {
 
     @Test
     void overreplicatedLedgerIsReclaimed() throws Exception {
-        try (Cluster c = new Cluster("f03")) {
-            for (int i = 0; i < 4; i++) {
+        scenario("f03", 0);
+    }
+
+    @Test
+    void overreplicatedLedgerIsReclaimedInAMixedCluster() throws Exception {
+        scenario("f03-mixed", 2);
+    }
+
+    static void scenario(String name, int javaBookies) throws Exception {
+        try (Cluster c = new Cluster(name)) {
+            for (int i = 0; i < javaBookies; i++) {
+                c.addJava();
+            }
+            for (int i = javaBookies; i < 4; i++) {
                 c.addRust();
             }
             c.startAll();
@@ -64,7 +76,7 @@ class F03OverreplicatedLedgerGcTest {
             List<BookieId> ensemble = a.getLedgerMetadata().getAllEnsembles().get(0L);
             Bookie victim = null;
             for (Bookie x : c.bookies) {
-                if (ensemble.contains(x.bookieId())) {
+                if (!x.isJava() && ensemble.contains(x.bookieId())) {
                     victim = x;
                     break;
                 }
