@@ -231,6 +231,9 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                 c.cluster.gc_overreplicated_ledger_wait_time = v.millis_or_zero()?
             }
             "verifyMetadataOnGC" => c.cluster.verify_metadata_on_gc = v.boolean()?,
+            "gcMetadataOpRateLimit" => {
+                c.cluster.gc_metadata_op_rate = v.parse_range(1, u32::MAX as u64)? as u32
+            }
             "minorCompactionThreshold" => c.gc.minor_threshold = v.threshold()?,
             "majorCompactionThreshold" => c.gc.major_threshold = v.threshold()?,
             "minorCompactionInterval" => c.gc.minor_interval = v.seconds()?,
@@ -886,6 +889,10 @@ verifyMetadataOnGC=true
             let (c, _) = conf(&format!("gcOverreplicatedLedgerWaitTime={off}")).unwrap();
             assert!(c.cluster.gc_overreplicated_ledger_wait_time.is_zero());
         }
+        assert_eq!(c.cluster.gc_metadata_op_rate, 1000);
+        let (c, _) = conf("gcMetadataOpRateLimit=50").unwrap();
+        assert_eq!(c.cluster.gc_metadata_op_rate, 50);
+        assert!(conf("gcMetadataOpRateLimit=0").is_err());
         assert!(conf("isForceGCAllowWhenNoSpace=maybe").is_err());
         assert!(conf("gcOverreplicatedLedgerWaitTime=soon").is_err());
     }

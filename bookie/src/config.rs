@@ -243,6 +243,8 @@ pub struct ClusterConfig {
     pub gc_wait_time: Duration,
     pub gc_overreplicated_ledger_wait_time: Duration,
     pub verify_metadata_on_gc: bool,
+    /// `gcMetadataOpRateLimit` (1000/s): ZooKeeper reads of the ledger scans per second.
+    pub gc_metadata_op_rate: u32,
     /// `allowStorageExpansion` (false): cookies may gain journal/ledger directories.
     pub allow_storage_expansion: bool,
 }
@@ -267,6 +269,7 @@ impl Default for ClusterConfig {
             gc_wait_time: Duration::from_secs(600),
             gc_overreplicated_ledger_wait_time: Duration::from_secs(86_400),
             verify_metadata_on_gc: false,
+            gc_metadata_op_rate: 1000,
             allow_storage_expansion: false,
         }
     }

@@ -111,6 +111,8 @@ pub struct GcSettings {
     pub overreplicated_wait: Duration,
     /// `verifyMetadataOnGC`.
     pub verify_metadata: bool,
+    /// `gcMetadataOpRateLimit`: ledger-metadata reads per second.
+    pub metadata_op_rate: u32,
     /// `isForceGCAllowWhenNoSpace`.
     pub force_when_no_space: bool,
     /// `diskCheckInterval`: how often the disk level is looked at.
@@ -198,11 +200,12 @@ async fn run(
         if let Some(cfg) = &links.metadata {
             let overreplicated = !settings.overreplicated_wait.is_zero()
                 && last_overreplicated.elapsed() > settings.overreplicated_wait;
-            let pass = Pass {
+            let mut pass = Pass {
                 cfg,
                 shards: &links.shards,
                 overreplicated,
                 verify_metadata: settings.verify_metadata,
+                pace: Pace::new(settings.metadata_op_rate),
             };
             if let Err(e) = pass.run().await {
                 log::warn!("gc: ledger scan skipped: {e}");
@@ -247,16 +250,41 @@ fn disk_gate(settings: &GcSettings, links: &GcLinks) -> Option<GcRequest> {
     None
 }
 
+/// Java's `gcMetadataOpRateLimit`: at most `rate` ledger-metadata reads a second, so a
+/// bookie with many ledgers does not flood ZooKeeper.
+struct Pace {
+    interval: Duration,
+    next: tokio::time::Instant,
+}
+
+impl Pace {
+    fn new(rate: u32) -> Pace {
+        Pace {
+            interval: Duration::from_secs(1) / rate.max(1),
+            next: tokio::time::Instant::now(),
+        }
+    }
+
+    async fn acquire(&mut self) {
+        let now = tokio::time::Instant::now();
+        if self.next > now {
+            tokio::time::sleep_until(self.next).await;
+        }
+        self.next = self.next.max(now) + self.interval;
+    }
+}
+
 /// One scan of the cluster's metadata against the local ledgers.
 struct Pass<'a> {
     cfg: &'a MetadataConfig,
     shards: &'a [ShardHandle],
     overreplicated: bool,
     verify_metadata: bool,
+    pace: Pace,
 }
 
 impl Pass<'_> {
-    async fn run(&self) -> Result<(), String> {
+    async fn run(&mut self) -> Result<(), String> {
         // 1. The local snapshot first (module docs).
         let mut local = self.local_ledgers().await?;
         if local.is_empty() {
@@ -290,6 +318,7 @@ impl Pass<'_> {
         if self.verify_metadata && !deleted.is_empty() {
             let mut kept = Vec::new();
             for &id in &deleted {
+                self.pace.acquire().await;
                 let read = read_ledger_metadata(&zk, self.cfg, layout, id).await;
                 if !verified_deleted(id, &read, &self.cfg.bookie_id) {
                     kept.push(id);
@@ -353,7 +382,7 @@ impl Pass<'_> {
 
     /// Java's `removeOverReplicatedledgers`: returns the ledgers dropped.
     async fn drop_overreplicated(
-        &self,
+        &mut self,
         zk: &metadata::zookeeper::Client,
         layout: LedgerLayout,
         local: &BTreeSet<u64>,
@@ -363,6 +392,7 @@ impl Pass<'_> {
         let mut dropped = BTreeSet::new();
         for &id in local {
             // A first look without the lock, to spare ZooKeeper a lock per ledger.
+            self.pace.acquire().await;
             let read = read_ledger_metadata(zk, self.cfg, layout, id).await;
             if !overreplicated(id, &read, me) {
                 continue;
@@ -387,6 +417,7 @@ impl Pass<'_> {
                 }
             };
             // Again under the lock: autorecovery may have changed the ensembles meanwhile.
+            self.pace.acquire().await;
             let read = read_ledger_metadata(zk, self.cfg, layout, id).await;
             if overreplicated(id, &read, me) && self.drop_ledgers(vec![id as i64]).await > 0 {
                 dropped.insert(id);
@@ -519,6 +550,7 @@ mod tests {
             wait: Duration::from_secs(600),
             overreplicated_wait: Duration::ZERO,
             verify_metadata: false,
+            metadata_op_rate: 1000,
             force_when_no_space: false,
             disk_check_interval: Duration::from_secs(10),
         };
@@ -552,6 +584,20 @@ mod tests {
         assert!(disk_gate(&settings, &links).is_some());
         set_usage(0.5);
         assert_eq!(disk_gate(&settings, &links), None);
+    }
+
+    /// `gcMetadataOpRateLimit`: 20 reads at 100/s take about 0.2 s, the first at once.
+    #[tokio::test]
+    async fn metadata_reads_are_paced() {
+        let mut pace = Pace::new(100);
+        let start = tokio::time::Instant::now();
+        pace.acquire().await;
+        assert!(start.elapsed() < Duration::from_millis(5));
+        for _ in 0..20 {
+            pace.acquire().await;
+        }
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(190), "{took:?}");
     }
 
     #[test]

@@ -191,6 +191,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
                 wait: config.cluster.gc_wait_time,
                 overreplicated_wait: config.cluster.gc_overreplicated_ledger_wait_time,
                 verify_metadata: config.cluster.verify_metadata_on_gc,
+                metadata_op_rate: config.cluster.gc_metadata_op_rate,
                 force_when_no_space: config.gc.force_gc_allow_when_no_space,
                 disk_check_interval: config.disk.check_interval,
             };
