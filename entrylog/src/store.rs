@@ -195,9 +195,13 @@ pub struct LedgerStore<S: Storage> {
     pub(crate) stopped: bool,
     /// The ledgers each segment created since open holds entries of (shadowed copies
     /// included): a deleted ledger's tombstone can go once no segment left may hold its
-    /// entries. A segment missing here (it was there at open: what it holds is not recorded
-    /// on disk) may hold any ledger.
+    /// entries. A segment missing here was there at open (what it holds is not recorded on
+    /// disk): it may hold any ledger of `ledgers_at_open`.
     segment_ledgers: HashMap<u64, HashSet<u64>>,
+    /// The ledgers the segments that were there at open may hold: those the metadata listed
+    /// at open (a flush writes a record for each ledger it stores entries of), and those
+    /// appended since to the segment that was active at open.
+    ledgers_at_open: HashSet<u64>,
 }
 
 fn io_err<'a>(what: &'static str, name: &'a str) -> impl Fn(storage::IoError) -> StoreError + 'a {
@@ -344,7 +348,9 @@ impl<S: Storage> LedgerStore<S> {
             compacting: false,
             stopped: false,
             segment_ledgers: HashMap::new(),
+            ledgers_at_open: HashSet::new(),
         };
+        store.ledgers_at_open = store.ledgers.keys().copied().collect();
         store.manifest.next_file_id = store.manifest.next_file_id.max(max_seen + 1);
         // Garbage.
         let mut live: HashSet<String> = HashSet::new();
@@ -479,9 +485,11 @@ impl<S: Storage> LedgerStore<S> {
 
     /// An entry of `ledger` was appended to segment `id`.
     pub(crate) fn note_entry(&mut self, id: u64, ledger: u64) {
-        if let Some(set) = self.segment_ledgers.get_mut(&id) {
-            set.insert(ledger);
-        }
+        match self.segment_ledgers.get_mut(&id) {
+            Some(set) => set.insert(ledger),
+            // The segment that was active at open.
+            None => self.ledgers_at_open.insert(ledger),
+        };
     }
 
     /// Tombstones kept for nothing: to be called right after a merge of *every* run (so no
@@ -490,22 +498,31 @@ impl<S: Storage> LedgerStore<S> {
     /// with its own manifest after the one that dropped the segments), so tombstones do not
     /// pile up. Returns how many.
     pub(crate) fn purge_tombstones(&mut self) -> Result<usize, StoreError> {
-        let present: Vec<Option<&HashSet<u64>>> = self
+        if self
             .manifest
             .segments
             .iter()
-            .map(|s| self.segment_ledgers.get(&s.id))
+            .all(|s| self.segment_ledgers.contains_key(&s.id))
+        {
+            // Every segment that was there at open is gone.
+            self.ledgers_at_open = HashSet::new();
+        }
+        let present: Vec<&HashSet<u64>> = self
+            .manifest
+            .segments
+            .iter()
+            .map(|s| {
+                self.segment_ledgers
+                    .get(&s.id)
+                    .unwrap_or(&self.ledgers_at_open)
+            })
             .collect();
         let purge: Vec<u64> = self
             .ledgers
             .values()
             .filter(|m| m.deleted)
             .map(|m| m.ledger)
-            .filter(|l| {
-                present
-                    .iter()
-                    .all(|s| s.is_some_and(|set| !set.contains(l)))
-            })
+            .filter(|l| present.iter().all(|set| !set.contains(l)))
             .collect();
         if purge.is_empty() {
             return Ok(0);

@@ -707,7 +707,12 @@ fn tombstones_are_purged_once_nothing_refers_to_the_ledger() {
 
     // A tombstone found at open: where its entries are is unknown, so it waits for every
     // segment present at open to go.
-    flush(&mut store, vec![], vec![tombstone(2)]);
+    // (Ledger 5 keeps the segment of the open live.)
+    flush(
+        &mut store,
+        vec![(5, 0, body(5, 0, 0, 300))],
+        vec![tombstone(2), meta(5)],
+    );
     drop(store);
     let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
     let gc = store.collect_index().unwrap();
@@ -716,6 +721,29 @@ fn tombstones_are_purged_once_nothing_refers_to_the_ledger() {
         "the active segment is still there: {gc:?}"
     );
     assert_eq!(deleted(&store), vec![2]);
+
+    // A ledger first written after the open is not held back by the segments of the open:
+    // ledger 7's entries (60 KiB each, a 64 KiB segment each) go into new segments, then
+    // ledger 8's rotate the active segment away from them.
+    flush(
+        &mut store,
+        (0..3).map(|e| (7, e, body(7, e, 0, 60 << 10))).collect(),
+        vec![meta(7)],
+    );
+    flush(
+        &mut store,
+        vec![(8, 0, body(8, 0, 0, 60 << 10))],
+        vec![meta(8)],
+    );
+    flush(&mut store, vec![], vec![tombstone(7)]);
+    let gc = store.collect_index().unwrap();
+    assert!(gc.segments_dropped >= 3, "{gc:?}");
+    assert_eq!((gc.tombstones_purged, gc.tombstones_kept), (1, 1), "{gc:?}");
+    assert_eq!(
+        deleted(&store),
+        vec![2],
+        "7 is forgotten, 2 waits for the old segments"
+    );
 }
 
 /// Flips one byte of a stored entry's body in place, through the port.
