@@ -84,6 +84,8 @@ class F03OverreplicatedLedgerGcTest {
             assertTrue(victim != null, "a bookie of " + ensemble);
             assertTrue(ledgersOf(victim).contains(aid), victim + " holds ledger " + aid);
 
+            // Into its entry logs and index, not only its journal.
+            assertEquals(200, victim.http("PUT", "/api/v1/bookie/flush", "").statusCode(), "flush " + victim);
             victim.stop();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (c.isRegistered(victim.id()) && System.nanoTime() < deadline) {
