@@ -71,8 +71,10 @@ impl GcRunner {
         let ctl = &self.metrics.gc_control;
         let major_on = self.config.major_threshold > 0.0;
         let minor_on = self.config.minor_threshold > 0.0;
-        let major_ok = major_on && !ctl.suspend_major.load(Relaxed);
-        let minor_ok = minor_on && !ctl.suspend_minor.load(Relaxed);
+        let major_ok =
+            major_on && !ctl.suspend_major.load(Relaxed) && !ctl.disk_suspend_major.load(Relaxed);
+        let minor_ok =
+            minor_on && !ctl.suspend_minor.load(Relaxed) && !ctl.disk_suspend_minor.load(Relaxed);
         let due = |on: bool, interval: Duration, last: Instant| {
             on && !interval.is_zero() && last.elapsed() >= interval
         };
@@ -122,12 +124,14 @@ impl GcRunner {
         status.usage_ppm.store(ppm, Relaxed);
         let _ = events.send(StoreEvent::View(store.snapshot()));
         log::info!(
-            "shard {}: gc: index {} -> {} records, {} segments dropped ({} bytes), {} segments {:.1}% live, {:.0} ms",
+            "shard {}: gc: index {} -> {} records, {} segments dropped ({} bytes), tombstones {} purged {} kept, {} segments {:.1}% live, {:.0} ms",
             self.shard,
             collected.records_before,
             collected.records_after,
             collected.segments_dropped,
             collected.bytes_dropped,
+            collected.tombstones_purged,
+            collected.tombstones_kept,
             collected.usage.len(),
             ppm as f64 / 1e4,
             started.elapsed().as_secs_f64() * 1e3
@@ -203,9 +207,10 @@ impl GcRunner {
         let Some((mut c, kind, force, started)) = self.current.take() else {
             return;
         };
+        let ctl = &self.metrics.gc_control;
         let suspended = match kind {
-            Kind::Major => self.metrics.gc_control.suspend_major.load(Relaxed),
-            Kind::Minor => self.metrics.gc_control.suspend_minor.load(Relaxed),
+            Kind::Major => ctl.suspend_major.load(Relaxed) || ctl.disk_suspend_major.load(Relaxed),
+            Kind::Minor => ctl.suspend_minor.load(Relaxed) || ctl.disk_suspend_minor.load(Relaxed),
         };
         if suspended && !force {
             // Java stops a compaction at the next log when suspended; we keep what is copied

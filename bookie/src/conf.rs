@@ -227,9 +227,13 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             "ledgerManagerType" => c.cluster.ledger_manager_type = v.optional(),
             "gcWaitTime" => c.cluster.gc_wait_time = v.millis(1)?,
             "gcOverreplicatedLedgerWaitTime" => {
-                c.cluster.gc_overreplicated_ledger_wait_time = v.millis(1)?
+                // Java: 0 (or below) disables over-replicated-ledger GC.
+                c.cluster.gc_overreplicated_ledger_wait_time = v.millis_or_zero()?
             }
             "verifyMetadataOnGC" => c.cluster.verify_metadata_on_gc = v.boolean()?,
+            "gcMetadataOpRateLimit" => {
+                c.cluster.gc_metadata_op_rate = v.parse_range(1, u32::MAX as u64)? as u32
+            }
             "minorCompactionThreshold" => c.gc.minor_threshold = v.threshold()?,
             "majorCompactionThreshold" => c.gc.major_threshold = v.threshold()?,
             "minorCompactionInterval" => c.gc.minor_interval = v.seconds()?,
@@ -239,6 +243,7 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             }
             "compactionRateByBytes" => c.gc.rate_by_bytes = v.parse_range(1, u64::MAX)?,
             "isThrottleByBytes" => c.gc.throttle_by_bytes = v.boolean()?,
+            "isForceGCAllowWhenNoSpace" => c.gc.force_gc_allow_when_no_space = v.boolean()?,
             "logSizeLimit" => {
                 // Java caps entry logs below 2 GiB (their offsets are ints); ours are u64, but
                 // the same range keeps an operator's file meaning the same.
@@ -474,6 +479,15 @@ impl Value<'_> {
             .parse()
             .map_err(|_| self.invalid("not a whole number of seconds"))?;
         Ok(Duration::from_secs(n.clamp(0, 1 << 40) as u64))
+    }
+
+    /// Milliseconds; zero or below is zero (disabled).
+    fn millis_or_zero(&self) -> Result<Duration, String> {
+        let n: i64 = self
+            .text()
+            .parse()
+            .map_err(|_| self.invalid("not a whole number of milliseconds"))?;
+        Ok(Duration::from_millis(n.clamp(0, 1 << 40) as u64))
     }
 
     fn millis(&self, min: u64) -> Result<Duration, String> {
@@ -851,6 +865,36 @@ mod tests {
         // A threshold of 0 (or less) disables that compaction, as in Java.
         let (c, _) = conf("majorCompactionThreshold=-1").unwrap();
         assert_eq!(c.gc.major_threshold, 0.0);
+        // The rest of garbage collection: defaults, then set; 0 or below disables
+        // over-replicated-ledger GC, as in Java.
+        let (c, _) = conf("").unwrap();
+        assert_eq!(
+            c.cluster.gc_overreplicated_ledger_wait_time,
+            Duration::from_secs(86_400)
+        );
+        assert!(!c.cluster.verify_metadata_on_gc && !c.gc.force_gc_allow_when_no_space);
+        let (c, a) = conf(
+            "gcOverreplicatedLedgerWaitTime=5000
+verifyMetadataOnGC=true
+             isForceGCAllowWhenNoSpace=true",
+        )
+        .unwrap();
+        assert!(a.ignored.is_empty(), "{:?}", a.ignored);
+        assert_eq!(
+            c.cluster.gc_overreplicated_ledger_wait_time,
+            Duration::from_secs(5)
+        );
+        assert!(c.cluster.verify_metadata_on_gc && c.gc.force_gc_allow_when_no_space);
+        for off in ["0", "-1"] {
+            let (c, _) = conf(&format!("gcOverreplicatedLedgerWaitTime={off}")).unwrap();
+            assert!(c.cluster.gc_overreplicated_ledger_wait_time.is_zero());
+        }
+        assert_eq!(c.cluster.gc_metadata_op_rate, 1000);
+        let (c, _) = conf("gcMetadataOpRateLimit=50").unwrap();
+        assert_eq!(c.cluster.gc_metadata_op_rate, 50);
+        assert!(conf("gcMetadataOpRateLimit=0").is_err());
+        assert!(conf("isForceGCAllowWhenNoSpace=maybe").is_err());
+        assert!(conf("gcOverreplicatedLedgerWaitTime=soon").is_err());
     }
 
     #[test]

@@ -128,6 +128,10 @@ pub struct GcConfig {
     /// its index records in memory are at most 4/5 of this (32 B per entry of 40 B or more),
     /// and it bounds how much work a crash throws away.
     pub max_compaction_bytes: u64,
+    /// `isForceGCAllowWhenNoSpace` (false): with a directory above `diskUsageWarnThreshold`,
+    /// force garbage collection (true) instead of suspending major compaction (and minor too
+    /// above `diskUsageThreshold`), as Java's ledger-dirs listener does.
+    pub force_gc_allow_when_no_space: bool,
 }
 
 impl Default for GcConfig {
@@ -141,6 +145,7 @@ impl Default for GcConfig {
             rate_by_bytes: 1_000_000,
             throttle_by_bytes: false,
             max_compaction_bytes: 256 << 20,
+            force_gc_allow_when_no_space: false,
         }
     }
 }
@@ -233,10 +238,13 @@ pub struct ClusterConfig {
     /// `allowLoopback` / `allowEphemeralPorts`.
     pub allow_loopback: bool,
     pub allow_ephemeral_ports: bool,
-    /// `gcWaitTime` (600 s), `gcOverreplicatedLedgerWaitTime` (1 day), `verifyMetadataOnGC`.
+    /// `gcWaitTime` (600 s), `gcOverreplicatedLedgerWaitTime` (1 day; 0 disables),
+    /// `verifyMetadataOnGC` (false).
     pub gc_wait_time: Duration,
     pub gc_overreplicated_ledger_wait_time: Duration,
     pub verify_metadata_on_gc: bool,
+    /// `gcMetadataOpRateLimit` (1000/s): ZooKeeper reads of the ledger scans per second.
+    pub gc_metadata_op_rate: u32,
     /// `allowStorageExpansion` (false): cookies may gain journal/ledger directories.
     pub allow_storage_expansion: bool,
 }
@@ -261,6 +269,7 @@ impl Default for ClusterConfig {
             gc_wait_time: Duration::from_secs(600),
             gc_overreplicated_ledger_wait_time: Duration::from_secs(86_400),
             verify_metadata_on_gc: false,
+            gc_metadata_op_rate: 1000,
             allow_storage_expansion: false,
         }
     }

@@ -303,6 +303,11 @@ pub struct GcStatus {
 pub struct GcControl {
     pub suspend_major: AtomicBool,
     pub suspend_minor: AtomicBool,
+    /// Set by the GC driver from the disk checker's level when `isForceGCAllowWhenNoSpace` is
+    /// false (Java suspends major compaction above the warn threshold, both above the full
+    /// one); apart from the operator's switches so neither clears the other's.
+    pub disk_suspend_major: AtomicBool,
+    pub disk_suspend_minor: AtomicBool,
 }
 
 impl ShardMetrics {

@@ -104,7 +104,17 @@ pub struct BookieState {
     fatal_reason: Mutex<Option<String>>,
     /// The ledger and journal directories the disk checker watches.
     pub dirs: Vec<DirStatus>,
+    /// The fullest directory's level at the last check ([`DISK_OK`], [`DISK_ALMOST_FULL`],
+    /// [`DISK_FULL_LEVEL`]): garbage collection suspends or forces compaction by it.
+    disk_pressure: AtomicU8,
 }
+
+/// No directory above `diskUsageWarnThreshold`.
+pub const DISK_OK: u8 = 0;
+/// A directory above `diskUsageWarnThreshold` (Java's `diskAlmostFull`, `diskJustWritable`).
+pub const DISK_ALMOST_FULL: u8 = 1;
+/// A directory at `diskUsageThreshold` or above (Java's `diskFull`, `allDisksFull`).
+pub const DISK_FULL_LEVEL: u8 = 2;
 
 impl BookieState {
     pub fn new(disk: &DiskConfig, dirs: &[&Path]) -> BookieState {
@@ -127,12 +137,18 @@ impl BookieState {
                     writable: AtomicBool::new(true),
                 })
                 .collect(),
+            disk_pressure: AtomicU8::new(DISK_OK),
         }
     }
 
     /// Why the bookie is read-only (bits), 0 when writable.
     pub fn reasons(&self) -> u8 {
         self.reasons.load(Ordering::Relaxed)
+    }
+
+    /// The level of the fullest directory at the last disk check.
+    pub fn disk_pressure(&self) -> u8 {
+        self.disk_pressure.load(Ordering::Relaxed)
     }
 
     pub fn is_read_only(&self) -> bool {
@@ -290,6 +306,14 @@ impl BookieState {
             );
         }
         *warned = any_warn;
+        let level = if any_full {
+            DISK_FULL_LEVEL
+        } else if any_warn {
+            DISK_ALMOST_FULL
+        } else {
+            DISK_OK
+        };
+        self.disk_pressure.store(level, Ordering::Relaxed);
         let full_now = self.reasons() & DISK_FULL != 0;
         if any_full {
             self.high_priority.store(high_priority, Ordering::Relaxed);
@@ -381,7 +405,12 @@ mod tests {
         let rx = s.subscribe();
         check(&s, 0.5, 0.5);
         assert!(!s.is_read_only());
+        assert_eq!(s.disk_pressure(), DISK_OK);
+        check(&s, 0.91, 0.5);
+        assert_eq!(s.disk_pressure(), DISK_ALMOST_FULL);
+        assert!(!s.is_read_only());
         check(&s, 0.96, 0.5);
+        assert_eq!(s.disk_pressure(), DISK_FULL_LEVEL);
         assert!(s.is_read_only() && *rx.borrow());
         assert!(!s.accepts_add(false));
         assert!(s.accepts_add(true), "400 bytes free on /a, 5000 on /b");
@@ -389,6 +418,7 @@ mod tests {
         // Below the threshold but total above the low-water mark: still read-only.
         check(&s, 0.94, 0.80);
         assert!(s.is_read_only());
+        assert_eq!(s.disk_pressure(), DISK_ALMOST_FULL);
         check(&s, 0.90, 0.70);
         assert!(!s.is_read_only() && !*rx.borrow());
         assert!(s.accepts_add(false));

@@ -187,7 +187,21 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             None
         };
         if failure.is_none() {
-            match crate::gc::start(config.cluster.gc_wait_time, metadata, peers.clone()) {
+            let settings = crate::gc::GcSettings {
+                wait: config.cluster.gc_wait_time,
+                overreplicated_wait: config.cluster.gc_overreplicated_ledger_wait_time,
+                verify_metadata: config.cluster.verify_metadata_on_gc,
+                metadata_op_rate: config.cluster.gc_metadata_op_rate,
+                force_when_no_space: config.gc.force_gc_allow_when_no_space,
+                disk_check_interval: config.disk.check_interval,
+            };
+            let links = crate::gc::GcLinks {
+                metadata,
+                shards: peers.clone(),
+                state: state.clone(),
+                metrics: metrics.clone(),
+            };
+            match crate::gc::start(settings, links) {
                 Ok((driver, trigger)) => {
                     gc = Some(driver);
                     gc_trigger = Some(trigger);

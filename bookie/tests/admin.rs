@@ -237,6 +237,78 @@ fn read_only_when_the_disk_threshold_is_exceeded() {
     b.stop();
 }
 
+/// Full disks and compaction (`isForceGCAllowWhenNoSpace`, Java's ledger-dirs listener): with
+/// every directory over a tiny `diskUsageThreshold`, the default suspends both compactions, so
+/// even a forced major GC compacts nothing; with the key true, collections are forced at the
+/// disk checks, without any request, although the bookie is read-only.
+#[test]
+fn full_disks_suspend_or_force_compaction() {
+    let compactions = |b: &BookieProcess| -> (u64, u64) {
+        let (code, text) = b.http("GET", "/api/v1/bookie/gc_details", "");
+        assert_eq!(code, 200, "{text}");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("gc_details is JSON");
+        let sum = |k: &str| {
+            v.as_array()
+                .expect("a list per shard")
+                .iter()
+                .map(|s| s[k].as_u64().unwrap_or(0))
+                .sum::<u64>()
+        };
+        (sum("majorCompactionCounter"), sum("minorCompactionCounter"))
+    };
+    let read_only = |b: &BookieProcess| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (_, body) = b.http("GET", "/api/v1/bookie/state", "");
+            if body.contains("\"readOnly\": true") {
+                return;
+            }
+            assert!(Instant::now() < deadline, "never turned read-only: {body}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    for force_allowed in [false, true] {
+        let dir = common::tempdir("bookie-gc-full-");
+        let conf = dir.path().join("bk_server.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "diskUsageThreshold=0.0001\ndiskUsageWarnThreshold=0.0001\ndiskCheckInterval=100\n\
+                 gcWaitTime=3600000\nisForceGCAllowWhenNoSpace={force_allowed}\n"
+            ),
+        )
+        .unwrap();
+        let data = dir.path().join("data");
+        let mut b = start(
+            &data,
+            &["--conf", conf.to_str().unwrap(), "--bind", "127.0.0.1"],
+        );
+        read_only(&b);
+        if force_allowed {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while compactions(&b).0 < 2 {
+                assert!(
+                    Instant::now() < deadline,
+                    "no forced collection while the disks are full"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        } else {
+            let (code, text) = b.http("PUT", "/api/v1/bookie/gc", "{\"forceMajor\":true}");
+            assert_eq!(code, 200, "{text}");
+            std::thread::sleep(Duration::from_secs(2));
+            let (_, state) = b.http("GET", "/api/v1/bookie/gc", "");
+            assert!(state.contains("is_in_force_gc"), "{state}");
+            assert_eq!(
+                compactions(&b),
+                (0, 0),
+                "compaction is suspended on full disks"
+            );
+        }
+        b.stop();
+    }
+}
+
 /// Every add passes through each stage of the add path once: after 40 adds on two shards
 /// (half of them likely crossing to the other shard), the `decode`, `write_cache`,
 /// `journal_group_wait`, `journal_write`, `journal_fsync`, `journal` and `reply` histograms

@@ -579,6 +579,152 @@ fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
     check(&mut c);
 }
 
+/// Ledger metadata in format version 3 (binary protobuf `LedgerMetadataFormat`, as Java 4.9+
+/// writes it): closed or open, with the given ensembles.
+fn metadata_v3(closed: bool, ensembles: &[&[&str]]) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    fn num(out: &mut Vec<u8>, field: u64, v: u64) {
+        varint(out, field << 3);
+        varint(out, v);
+    }
+    fn bytes(out: &mut Vec<u8>, field: u64, b: &[u8]) {
+        varint(out, (field << 3) | 2);
+        varint(out, b.len() as u64);
+        out.extend_from_slice(b);
+    }
+    let mut m = Vec::new();
+    num(&mut m, 1, 2); // quorumSize
+    num(&mut m, 2, 2); // ensembleSize
+    num(&mut m, 3, if closed { 1000 } else { 0 }); // length
+    num(&mut m, 4, if closed { 9 } else { u64::MAX }); // lastEntryId
+    num(&mut m, 5, if closed { 3 } else { 1 }); // state CLOSED / OPEN
+    for (i, e) in ensembles.iter().enumerate() {
+        let mut seg = Vec::new();
+        for b in *e {
+            bytes(&mut seg, 1, b.as_bytes());
+        }
+        num(&mut seg, 2, i as u64 * 5);
+        bytes(&mut m, 6, &seg);
+    }
+    num(&mut m, 7, 3); // CRC32C
+    bytes(&mut m, 8, b"pw");
+    num(&mut m, 9, 2); // ackQuorumSize
+    let mut out = b"BookieMetadataFormatVersion\t3\n".to_vec();
+    varint(&mut out, m.len() as u64);
+    out.extend_from_slice(&m);
+    out
+}
+
+/// Over-replicated-ledger GC against a real ZooKeeper: of four local ledgers, the closed one
+/// whose ensembles no longer list this bookie is dropped (its entries ENOLEDGER, its
+/// under-replication lock released); the one that lists us in an earlier ensemble, the open
+/// one and the one whose under-replication lock is held stay; once the lock is gone, the last
+/// one is dropped too. `verifyMetadataOnGC` is on and changes nothing for them.
+#[test]
+fn gc_drops_overreplicated_ledgers_under_the_replication_lock() {
+    let Some(Cluster {
+        zk,
+        dir: _dir,
+        conf,
+        port,
+        http_port,
+        journal: _,
+        ledgers: _,
+    }) = Cluster::new(
+        "gc_drops_overreplicated_ledgers_under_the_replication_lock",
+        "bookie-gc-over-",
+    )
+    else {
+        return;
+    };
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str(
+        "flushInterval=200\ngcWaitTime=3600000\ngcOverreplicatedLedgerWaitTime=1\n\
+         verifyMetadataOnGC=true\n",
+    );
+    std::fs::write(&conf, text).unwrap();
+    init_cluster(&conf);
+    let me = format!("127.0.0.1:{port}");
+    let cfg = MetadataConfig::for_cluster(&zk.servers(), "/ledgers");
+    let rt = runtime();
+    let mode = metadata::zookeeper::CreateMode::Persistent
+        .with_acls(metadata::zookeeper::Acls::anyone_all());
+    let lock4 = "/ledgers/underreplication/locks/urL0000000004";
+    rt.block_on(async {
+        let client = zk::connect(&cfg).await.expect("connect to ZooKeeper");
+        client.mkdir("/ledgers/00/0000", &mode).await.unwrap();
+        let moved: &[&str] = &["127.0.0.2:3181", "127.0.0.3:3181"];
+        let with_me: &[&str] = &[&me, "127.0.0.3:3181"];
+        let ledgers: [(u64, Vec<u8>); 4] = [
+            (1, metadata_v3(true, &[moved])),
+            (2, metadata_v3(true, &[with_me, moved])),
+            (3, metadata_v3(false, &[moved])),
+            (4, metadata_v3(true, &[moved])),
+        ];
+        for (l, data) in ledgers {
+            client.create(&ledger_znode(l), &data, &mode).await.unwrap();
+        }
+        // Ledger 4 is being re-replicated by someone else.
+        client
+            .mkdir("/ledgers/underreplication/locks", &mode)
+            .await
+            .unwrap();
+        client.create(lock4, b"", &mode).await.unwrap();
+    });
+    let _b = start_registered(&zk, &conf, port);
+    let mut c = connect(port);
+    for l in 1..=4i64 {
+        for e in 0..10i64 {
+            let r = c.call_v3(add(l, e), None).expect("add").response;
+            assert_eq!(r.status(), StatusCode::EOK);
+        }
+    }
+    let deleted = || {
+        let (code, text) = http(http_port, "GET", "/api/v1/bookie/gc_details", "");
+        assert_eq!(code, 200, "{text}");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("gc_details is JSON");
+        v.as_array()
+            .expect("a list per shard")
+            .iter()
+            .map(|s| s["deletedLedgers"].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let status = |c: &mut BlockingClient, l: i64| {
+        c.call_v3(read(l, 3), None).expect("read").response.status()
+    };
+    let (code, body) = http(http_port, "PUT", "/api/v1/bookie/gc", "");
+    assert_eq!(code, 200, "{body}");
+    wait_for("ledger 1 to be dropped", || deleted() == 1);
+    assert_eq!(status(&mut c, 1), StatusCode::ENOLEDGER);
+    for l in 2..=4 {
+        assert_eq!(status(&mut c, l), StatusCode::EOK, "ledger {l}");
+    }
+    let lock_of = |l: u64| format!("/ledgers/underreplication/locks/urL{l:010}");
+    rt.block_on(async {
+        let client = zk::connect(&cfg).await.expect("connect to ZooKeeper");
+        assert!(
+            client.check_stat(&lock_of(1)).await.unwrap().is_none(),
+            "the GC released ledger 1's lock"
+        );
+        assert!(client.check_stat(lock4).await.unwrap().is_some());
+        client.delete(lock4, None).await.unwrap();
+    });
+    let (code, body) = http(http_port, "PUT", "/api/v1/bookie/gc", "");
+    assert_eq!(code, 200, "{body}");
+    wait_for("ledger 4 to be dropped once its lock is gone", || {
+        deleted() == 2
+    });
+    assert_eq!(status(&mut c, 4), StatusCode::ENOLEDGER);
+    assert_eq!(status(&mut c, 2), StatusCode::EOK);
+    assert_eq!(status(&mut c, 3), StatusCode::EOK);
+}
+
 fn body_of(l: i64, e: i64, payload: &[u8]) -> Bytes {
     entry(l, e, e - 1, payload)
 }

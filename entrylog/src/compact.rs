@@ -67,6 +67,10 @@ pub struct IndexGcStats {
     pub bytes_dropped: u64,
     /// Every segment still live after the collection, in manifest order.
     pub usage: Vec<SegmentUsage>,
+    /// Tombstones forgotten: no record and no segment of their ledgers is left.
+    pub tombstones_purged: usize,
+    /// Tombstones still kept (a segment that may hold their entries is still there).
+    pub tombstones_kept: usize,
 }
 
 /// What a finished compaction did.
@@ -200,6 +204,14 @@ impl<S: Storage> LedgerStore<S> {
             }
             self.collect_garbage();
         }
+        // Every run was merged into one without deleted records: tombstones whose segments
+        // are gone too can go.
+        match self.purge_tombstones() {
+            Ok(n) => stats.tombstones_purged = n,
+            Err(e) if self.stopped => return Err(e),
+            Err(e) => log::warn!("ledger storage: purging tombstones failed, will retry: {e}"),
+        }
+        stats.tombstones_kept = self.ledgers().values().filter(|m| m.deleted).count();
         stats.usage = self
             .manifest
             .segments
@@ -386,6 +398,7 @@ impl<S: Storage> LedgerStore<S> {
                 seg = self.new_output(c)?;
             }
             let location = seg.append(&mut self.storage, r.ledger, r.entry, body)?;
+            self.note_entry(location.segment as u64, r.ledger);
             c.relocated.push(IndexRecord {
                 ledger: r.ledger,
                 entry: r.entry,
@@ -402,6 +415,7 @@ impl<S: Storage> LedgerStore<S> {
 
     fn new_output(&mut self, c: &mut Compaction) -> Result<SegmentAppender, StoreError> {
         let id = self.alloc_id();
+        self.note_new_segment(id);
         c.outputs.push(SegmentRef {
             id,
             len: SEGMENT_HEADER_BYTES,

@@ -20,7 +20,7 @@
 //! Files retired by a merge are removed only when no published view references them, so a
 //! reader never finds a file gone under its view.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
@@ -193,6 +193,15 @@ pub struct LedgerStore<S: Storage> {
     /// can be slotted in right after the run it was planned from.
     pub(crate) compacting: bool,
     pub(crate) stopped: bool,
+    /// The ledgers each segment created since open holds entries of (shadowed copies
+    /// included): a deleted ledger's tombstone can go once no segment left may hold its
+    /// entries. A segment missing here was there at open (what it holds is not recorded on
+    /// disk): it may hold any ledger of `ledgers_at_open`.
+    segment_ledgers: HashMap<u64, HashSet<u64>>,
+    /// The ledgers the segments that were there at open may hold: those the metadata listed
+    /// at open (a flush writes a record for each ledger it stores entries of), and those
+    /// appended since to the segment that was active at open.
+    ledgers_at_open: HashSet<u64>,
 }
 
 fn io_err<'a>(what: &'static str, name: &'a str) -> impl Fn(storage::IoError) -> StoreError + 'a {
@@ -338,7 +347,10 @@ impl<S: Storage> LedgerStore<S> {
             trash: Vec::new(),
             compacting: false,
             stopped: false,
+            segment_ledgers: HashMap::new(),
+            ledgers_at_open: HashSet::new(),
         };
+        store.ledgers_at_open = store.ledgers.keys().copied().collect();
         store.manifest.next_file_id = store.manifest.next_file_id.max(max_seen + 1);
         // Garbage.
         let mut live: HashSet<String> = HashSet::new();
@@ -449,6 +461,7 @@ impl<S: Storage> LedgerStore<S> {
 
     /// Segment `id` left the manifest: its file goes once no view that listed it is alive.
     pub(crate) fn retire_segment(&mut self, id: u64) {
+        self.segment_ledgers.remove(&id);
         // Every view but the current one (published without the segment) may still list it.
         let current = Arc::downgrade(&self.view);
         let holders = self
@@ -463,6 +476,96 @@ impl<S: Storage> LedgerStore<S> {
     /// The metadata of every ledger deleted so far (for garbage collection).
     pub(crate) fn deleted_ledgers(&self) -> Arc<HashSet<u64>> {
         self.view.deleted.clone()
+    }
+
+    /// Segment `id` is new (its contents are known from now on).
+    pub(crate) fn note_new_segment(&mut self, id: u64) {
+        self.segment_ledgers.insert(id, HashSet::new());
+    }
+
+    /// An entry of `ledger` was appended to segment `id`.
+    pub(crate) fn note_entry(&mut self, id: u64, ledger: u64) {
+        match self.segment_ledgers.get_mut(&id) {
+            Some(set) => set.insert(ledger),
+            // The segment that was active at open.
+            None => self.ledgers_at_open.insert(ledger),
+        };
+    }
+
+    /// Tombstones kept for nothing: to be called right after a merge of *every* run (so no
+    /// run holds a record of a deleted ledger); those no segment left may hold an entry of
+    /// (`segment_ledgers`). Their ledgers are forgotten (a new metadata snapshot, committed
+    /// with its own manifest after the one that dropped the segments), so tombstones do not
+    /// pile up. Returns how many.
+    pub(crate) fn purge_tombstones(&mut self) -> Result<usize, StoreError> {
+        if self
+            .manifest
+            .segments
+            .iter()
+            .all(|s| self.segment_ledgers.contains_key(&s.id))
+        {
+            // Every segment that was there at open is gone.
+            self.ledgers_at_open = HashSet::new();
+        }
+        let present: Vec<&HashSet<u64>> = self
+            .manifest
+            .segments
+            .iter()
+            .map(|s| {
+                self.segment_ledgers
+                    .get(&s.id)
+                    .unwrap_or(&self.ledgers_at_open)
+            })
+            .collect();
+        let purge: Vec<u64> = self
+            .ledgers
+            .values()
+            .filter(|m| m.deleted)
+            .map(|m| m.ledger)
+            .filter(|l| present.iter().all(|set| !set.contains(l)))
+            .collect();
+        if purge.is_empty() {
+            return Ok(0);
+        }
+        let purged: HashSet<u64> = purge.iter().copied().collect();
+        let bytes = meta::encode_snapshot(
+            self.ledgers
+                .values()
+                .filter(|m| !purged.contains(&m.ledger))
+                .collect::<Vec<_>>()
+                .into_iter(),
+        )
+        .map_err(StoreError::Limit)?;
+        let mut next = self.manifest.clone();
+        next.generation += 1;
+        let id = self.alloc_id();
+        next.next_file_id = self.manifest.next_file_id;
+        let name = file_name(FileKind::Meta, id);
+        let len = match write_small(&mut self.storage, &name, &bytes, &self.config) {
+            Ok(len) => len,
+            Err(e) => {
+                let _ = self.storage.remove(&name);
+                return Err(e);
+            }
+        };
+        next.meta = Some((id, len));
+        let old_meta = self.manifest.meta;
+        if let Err(e) = self.commit_manifest(&next) {
+            if !self.stopped {
+                let _ = self.storage.remove(&name);
+            }
+            return Err(e);
+        }
+        self.manifest = next;
+        for l in &purge {
+            self.ledgers.remove(l);
+        }
+        let runs = self.view.runs.clone();
+        self.publish(runs);
+        if let Some((old, _)) = old_meta {
+            let _ = self.storage.remove(&file_name(FileKind::Meta, old));
+        }
+        Ok(purge.len())
     }
 
     pub(crate) fn alloc_id(&mut self) -> u64 {
@@ -693,6 +796,7 @@ impl<S: Storage> LedgerStore<S> {
                     seg = self.new_segment(&mut next, created)?;
                 }
                 let loc: Location = seg.append(&mut self.storage, *l, *e, body)?;
+                self.note_entry(loc.segment as u64, *l);
                 records.push(IndexRecord {
                     ledger: *l,
                     entry: *e,
@@ -754,6 +858,7 @@ impl<S: Storage> LedgerStore<S> {
         created: &mut Vec<String>,
     ) -> Result<SegmentAppender, StoreError> {
         let id = self.alloc_id();
+        self.note_new_segment(id);
         next.next_file_id = self.manifest.next_file_id;
         created.push(file_name(FileKind::Segment, id));
         next.segments.push(SegmentRef {

@@ -600,6 +600,152 @@ fn gc_drops_deleted_ledgers_and_compacts_segments() {
     );
 }
 
+/// Tombstones do not pile up: a deleted ledger's tombstone goes at the collection that finds
+/// no record and no segment of it left — at once for a ledger whose segments held nothing
+/// else, after a compaction for one that shared its segments, never while the active segment
+/// may still hold its entries — and stays gone after reopening, while the other ledger reads
+/// back. A tombstone found at open is kept until every segment then present is gone.
+#[test]
+fn tombstones_are_purged_once_nothing_refers_to_the_ledger() {
+    let disk = SimDisk::new(SimConfig::new(23));
+    let config = small_config();
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let mut model: BTreeMap<(u64, u64), Bytes> = BTreeMap::new();
+    let mut mark = 0;
+    let mut flush =
+        |store: &mut LedgerStore<_>, entries: Vec<(u64, u64, Bytes)>, ledgers: Vec<LedgerMeta>| {
+            mark += 1;
+            store
+                .flush(&FlushBatch {
+                    entries,
+                    ledgers,
+                    journal_mark: mark,
+                })
+                .unwrap();
+        };
+    // Ledger 3 alone in its segments, then ledgers 1 and 2 interleaved.
+    for round in 0..2u64 {
+        let entries = (0..100u64)
+            .map(|e| (3, round * 100 + e, body(3, round * 100 + e, 0, 500)))
+            .collect();
+        flush(&mut store, entries, vec![meta(3)]);
+    }
+    for round in 0..4u64 {
+        let mut entries = Vec::new();
+        for l in 1..=2u64 {
+            for e in 0..40u64 {
+                let id = round * 40 + e;
+                let b = body(l, id, 0, 300);
+                model.insert((l, id), b.clone());
+                entries.push((l, id, b));
+            }
+        }
+        flush(&mut store, entries, vec![meta(1), meta(2)]);
+    }
+    let tombstone = |l: u64| LedgerMeta {
+        deleted: true,
+        ..meta(l)
+    };
+    flush(&mut store, vec![], vec![tombstone(1), tombstone(3)]);
+    model.retain(|(l, _), _| *l == 2);
+    let deleted = |store: &LedgerStore<_>| -> Vec<u64> {
+        store
+            .ledgers()
+            .values()
+            .filter(|m| m.deleted)
+            .map(|m| m.ledger)
+            .collect()
+    };
+    let gc = store.collect_index().unwrap();
+    assert!(gc.segments_dropped >= 2, "ledger 3's segments: {gc:?}");
+    assert_eq!((gc.tombstones_purged, gc.tombstones_kept), (1, 1), "{gc:?}");
+    assert_eq!(
+        deleted(&store),
+        vec![1],
+        "3's segments are gone, 1's are shared with 2"
+    );
+    assert!(store.ledgers().get(&3).is_none());
+
+    // Ledger 1's entries are in the active segment too: a compaction cannot take that one
+    // until ledger 2's new entries have rotated it out.
+    for round in 4..8u64 {
+        let entries: Vec<_> = (0..40u64)
+            .map(|e| {
+                let id = round * 40 + e;
+                let b = body(2, id, 0, 300);
+                model.insert((2, id), b.clone());
+                (2, id, b)
+            })
+            .collect();
+        flush(&mut store, entries, vec![meta(2)]);
+    }
+    let gc = store.collect_index().unwrap();
+    assert_eq!(
+        gc.tombstones_kept, 1,
+        "1's segments are still there: {gc:?}"
+    );
+    let mut c = store
+        .begin_compaction(&gc.usage, 0.99, u64::MAX)
+        .unwrap()
+        .expect("half-live segments");
+    while let entrylog::Step::More(_) = store.compact_step(&mut c, 1 << 20).unwrap() {}
+    let gc = store.collect_index().unwrap();
+    assert_eq!((gc.tombstones_purged, gc.tombstones_kept), (1, 0), "{gc:?}");
+    assert!(deleted(&store).is_empty());
+    assert!(store.ledgers().get(&1).is_none());
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    check_model(&store, &mut reader, &model);
+    drop(reader);
+    drop(store);
+
+    // Reopened: no tombstone came back; ledger 2 reads back.
+    let (mut store, rec) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    assert!(rec.ledgers.iter().all(|m| !m.deleted), "{:?}", rec.ledgers);
+    let mut reader = Reader::new(disk.storage("l"), &config);
+    check_model(&store, &mut reader, &model);
+    drop(reader);
+
+    // A tombstone found at open: where its entries are is unknown, so it waits for every
+    // segment present at open to go.
+    // (Ledger 5 keeps the segment of the open live.)
+    flush(
+        &mut store,
+        vec![(5, 0, body(5, 0, 0, 300))],
+        vec![tombstone(2), meta(5)],
+    );
+    drop(store);
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let gc = store.collect_index().unwrap();
+    assert_eq!(
+        gc.tombstones_kept, 1,
+        "the active segment is still there: {gc:?}"
+    );
+    assert_eq!(deleted(&store), vec![2]);
+
+    // A ledger first written after the open is not held back by the segments of the open:
+    // ledger 7's entries (60 KiB each, a 64 KiB segment each) go into new segments, then
+    // ledger 8's rotate the active segment away from them.
+    flush(
+        &mut store,
+        (0..3).map(|e| (7, e, body(7, e, 0, 60 << 10))).collect(),
+        vec![meta(7)],
+    );
+    flush(
+        &mut store,
+        vec![(8, 0, body(8, 0, 0, 60 << 10))],
+        vec![meta(8)],
+    );
+    flush(&mut store, vec![], vec![tombstone(7)]);
+    let gc = store.collect_index().unwrap();
+    assert!(gc.segments_dropped >= 3, "{gc:?}");
+    assert_eq!((gc.tombstones_purged, gc.tombstones_kept), (1, 1), "{gc:?}");
+    assert_eq!(
+        deleted(&store),
+        vec![2],
+        "7 is forgotten, 2 waits for the old segments"
+    );
+}
+
 /// Flips one byte of a stored entry's body in place, through the port.
 fn flip_body_byte(disk: &SimDisk, loc: entrylog::Location) {
     let seg = entrylog::format::file_name(entrylog::format::FileKind::Segment, loc.segment as u64);

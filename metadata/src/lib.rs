@@ -22,6 +22,8 @@
 //! // garbage collection
 //! let live = ledgers::live_ledgers(&zk, &cfg, None).await?;             // refuses unknown LAYOUT
 //! let delete = ledgers::gc_decision(&local_ids, Ok(&live), false)?;     // safety rules
+//! let md = ledger_metadata::read_ledger_metadata(&zk, &cfg, layout, id).await?; // None: gone
+//! let lock = underreplication::acquire(&zk, &cfg, id, &host).await?;   // over-replicated GC
 //! ```
 //!
 //! Cluster tools: [`cluster::init_new_cluster`], [`cluster::metaformat`],
@@ -35,9 +37,11 @@ pub mod cluster;
 pub mod config;
 pub mod cookie;
 pub mod error;
+pub mod ledger_metadata;
 pub mod ledgers;
 pub mod registration;
 pub mod service_info;
+pub mod underreplication;
 pub mod zk;
 
 pub use cluster::{BookieList, LedgerLayout};

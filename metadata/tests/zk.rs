@@ -875,3 +875,64 @@ async fn ledger_listing_and_gc_decision() {
         local
     );
 }
+
+/// Ledger metadata read from its znode (version 3, hand-encoded as Java writes it; a missing
+/// node is `None`, junk an error), and the under-replication lock: taken with its parents
+/// created, refused while held, seen by `is_locked`, released.
+#[tokio::test]
+async fn ledger_metadata_and_underreplication_lock() {
+    use metadata::ledger_metadata::{read_ledger_metadata, LedgerState};
+    use metadata::underreplication::{self, LockError};
+    let Some(z) = Zk::start("ledger_metadata_and_underreplication_lock") else {
+        return;
+    };
+    let c = cfg(&z, "/ledgers", "", 6000);
+    let client = zk::connect(&c).await.unwrap();
+    cluster::init_new_cluster(&client, &c).await.unwrap();
+    let layout = LedgerLayout::Hierarchical;
+    let opts = CreateMode::Persistent.with_acls(Acls::anyone_all());
+    let text = "BookieMetadataFormatVersion\t2\nquorumSize: 2\nensembleSize: 2\nlength: 10\n\
+                lastEntryId: 4\nstate: CLOSED\nsegment {\n  ensembleMember: \"a:3181\"\n  \
+                ensembleMember: \"b:3181\"\n  firstEntryId: 0\n}\n";
+    let path = format!("/ledgers{}", ledgers::ledger_path(layout, 42));
+    client
+        .mkdir(&path[..path.rfind('/').unwrap()], &opts)
+        .await
+        .unwrap();
+    client.create(&path, text.as_bytes(), &opts).await.unwrap();
+    let md = read_ledger_metadata(&client, &c, layout, 42)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(md.state, LedgerState::Closed);
+    assert!(md.has_bookie("b:3181") && !md.has_bookie("c:3181"));
+    assert!(read_ledger_metadata(&client, &c, layout, 43)
+        .await
+        .unwrap()
+        .is_none());
+    put_ledger(&client, "/ledgers", layout, 44).await; // a header and nothing else
+    assert!(read_ledger_metadata(&client, &c, layout, 44).await.is_err());
+
+    assert!(!underreplication::is_locked(&client, &c, 42).await.unwrap());
+    let lock = underreplication::acquire(&client, &c, 42, "gc-host")
+        .await
+        .unwrap();
+    let (data, stat) = client
+        .get_data("/ledgers/underreplication/locks/urL0000000042")
+        .await
+        .unwrap();
+    assert_eq!(data, b"bookieId: \"gc-host\"\n");
+    assert_ne!(stat.ephemeral_owner, 0, "ephemeral");
+    assert!(underreplication::is_locked(&client, &c, 42).await.unwrap());
+    let other = zk::connect(&c).await.unwrap();
+    assert!(matches!(
+        underreplication::acquire(&other, &c, 42, "x").await,
+        Err(LockError::Held)
+    ));
+    underreplication::release(&client, lock).await.unwrap();
+    assert!(!underreplication::is_locked(&client, &c, 42).await.unwrap());
+    let again = underreplication::acquire(&other, &c, 42, "x")
+        .await
+        .unwrap();
+    underreplication::release(&other, again).await.unwrap();
+}
