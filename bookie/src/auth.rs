@@ -190,7 +190,7 @@ impl Gate {
             .ok_or("no client certificate (is tlsClientAuthentication=true?)")?;
         let role = first_role(leaf.as_ref())?
             .ok_or("no role in the certificate (subject OU must carry 0:<role>)")?;
-        if roles.iter().any(|r| *r == role) {
+        if roles.contains(&role) {
             self.authenticated = true;
             Ok(())
         } else {

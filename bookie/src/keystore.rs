@@ -272,12 +272,14 @@ fn pem_private_key(path: &Path, password: &str) -> Result<PrivateKeyDer<'static>
     let bytes = read_file(KEY, path)?;
     let text = String::from_utf8_lossy(&bytes);
     if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
-        use pkcs8::der::DecodePem;
+        use pkcs8::der::Decode;
         let block = pem_block(&text, "ENCRYPTED PRIVATE KEY").unwrap_or_default();
+        let bad =
+            |e: String| KeyError::new(KEY, format!("{}: bad encrypted key: {e}", path.display()));
+        let (_, der) =
+            pkcs8::der::pem::decode_vec(block.as_bytes()).map_err(|e| bad(e.to_string()))?;
         let info =
-            pkcs8::EncryptedPrivateKeyInfoOwned::from_pem(block.as_bytes()).map_err(|e| {
-                KeyError::new(KEY, format!("{}: bad encrypted key: {e}", path.display()))
-            })?;
+            pkcs8::EncryptedPrivateKeyInfoRef::from_der(&der).map_err(|e| bad(e.to_string()))?;
         if password.is_empty() {
             return Err(KeyError::new(
                 "tlsKeyStorePasswordPath",

@@ -178,7 +178,7 @@ impl TlsConfig {
     }
 
     fn trust(&self) -> Option<TrustSource<'_>> {
-        self.client_authentication.then(|| TrustSource {
+        self.client_authentication.then_some(TrustSource {
             store_type: self.trust_store_type,
             trust_store: self.trust_store.as_deref(),
             password_path: self.trust_store_password_path.as_deref(),
@@ -208,7 +208,7 @@ fn provider_and_versions(
             .collect();
         let (kept, _): (Vec<_>, Vec<_>) = provider.cipher_suites.into_iter().partition(|s| {
             let name = format!("{:?}", s.suite());
-            wanted.iter().any(|w| *w == name)
+            wanted.contains(&name)
         });
         let known: Vec<String> = kept.iter().map(|s| format!("{:?}", s.suite())).collect();
         let unknown: Vec<&String> = config

@@ -633,3 +633,45 @@ fn bad_key_material_stops_the_start_with_the_key_named() {
     );
     assert!(log.contains("authorizedRoles"), "{log}");
 }
+
+/// An encrypted PKCS#8 key (what `openssl pkcs8 -topk8 -v2 aes-256-cbc` writes, and Netty
+/// reads with `tlsKeyStorePasswordPath`) is decrypted with the password file; a wrong password
+/// stops the start naming the key.
+#[test]
+fn an_encrypted_pem_key_is_read_with_its_password() {
+    let files = Files::new();
+    let ca = Ca::new("test-ca");
+    let leaf = ca.issue("bookie", None);
+    let mut keys = pem_keys(&files, &ca, &leaf);
+    let pass = files.write("key.pass", "k3y-pass\n");
+    let encrypted = files.path("bookie.enc.key");
+    let out = std::process::Command::new("openssl")
+        .args(["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in"])
+        .arg(files.path("bookie.key"))
+        .arg("-out")
+        .arg(&encrypted)
+        .arg("-passout")
+        .arg(format!("file:{}", pass.display()))
+        .output()
+        .expect("openssl (test-time key encryption)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    keys.retain(|(k, _)| *k != "tlsKeyStore");
+    keys.push(("tlsKeyStore", encrypted.display().to_string()));
+    let mut with_password = keys.clone();
+    with_password.push(("tlsKeyStorePasswordPath", pass.display().to_string()));
+    let mut b = start(&files, &with_password);
+    let mut w = start_tls(b.port(), client_config(&ca, None)).unwrap();
+    add_and_read(&mut w, 41);
+    b.stop();
+    let wrong = files.write("wrong.pass", "nope");
+    keys.push(("tlsKeyStorePasswordPath", wrong.display().to_string()));
+    let log = refused(&files, &keys);
+    assert!(
+        log.contains("tlsKeyStore") && log.contains("wrong password"),
+        "{log}"
+    );
+}

@@ -13,7 +13,8 @@ import org.apache.bookkeeper.conf.ClientConfiguration;
 
 /**
  * Certificates for the TLS scenarios, made at run time in the scenario's run directory (nothing
- * secret is committed): a CA and leaf certificates signed by it with openssl (fast), each leaf
+ * secret is committed): a CA and leaf certificates signed by it with openssl (EC P-256 keys, or
+ * RSA 2048 where asked), each leaf
  * as a PKCS12 store; one store is rewritten by keytool, so that our bookie reads a store as the
  * JDK writes it. The trust store is the CA's PEM (Java's TLSContextFactory takes PEM trust
  * stores on both sides). Roles go in the OU as Java's BookieAuthZFactory reads them ("0:role").
@@ -33,22 +34,30 @@ public final class TlsCerts {
         passwordFile = dir.resolve("store.pass");
         Files.writeString(passwordFile, PASSWORD, StandardCharsets.UTF_8);
         caPem = dir.resolve("ca.pem");
-        run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir.resolve("ca.key").toString(),
+        run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", dir.resolve("ca.key").toString(),
                 "-out", caPem.toString(), "-days", "2", "-subj", "/CN=interop-ca",
                 "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
     }
 
-    /** A PKCS12 store (leaf + CA) for `name` with subject `subj` (openssl form, e.g. /CN=x/OU=0:admin). */
+    /** A PKCS12 store (leaf + CA) for `name` with subject `subj` (openssl form, e.g. /CN=x/OU=0:admin), EC P-256. */
     public Path pkcs12(String name, String subj) throws Exception {
+        return pkcs12(name, subj, false);
+    }
+
+    /** The same with an RSA 2048 key when `rsa` (slow to generate on a busy machine: full tier only). */
+    public Path pkcs12(String name, String subj, boolean rsa) throws Exception {
         Path key = dir.resolve(name + ".key");
         Path csr = dir.resolve(name + ".csr");
         Path crt = dir.resolve(name + ".crt");
         Path ext = dir.resolve(name + ".ext");
         Files.writeString(ext, "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-                + "keyUsage=critical,digitalSignature,keyEncipherment\n"
+                + (rsa ? "keyUsage=critical,digitalSignature,keyEncipherment\n" : "keyUsage=critical,digitalSignature\n")
                 + "extendedKeyUsage=serverAuth,clientAuth\n");
-        run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key.toString(), "-out", csr.toString(),
-                "-subj", subj);
+        List<String> req = new ArrayList<>(List.of("openssl", "req", "-newkey"));
+        req.addAll(rsa ? List.of("rsa:2048") : List.of("ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"));
+        req.addAll(List.of("-nodes", "-keyout", key.toString(), "-out", csr.toString(), "-subj", subj));
+        run(req.toArray(new String[0]));
         run("openssl", "x509", "-req", "-in", csr.toString(), "-CA", caPem.toString(),
                 "-CAkey", dir.resolve("ca.key").toString(), "-CAcreateserial", "-out", crt.toString(),
                 "-days", "2", "-extfile", ext.toString());

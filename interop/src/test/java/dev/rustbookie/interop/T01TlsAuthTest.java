@@ -16,13 +16,14 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * TLS and certificate authentication (issue 14 part 2) with the real Java client, JDK TLS
- * provider (tlsProvider=JDK), certificates made at run time (TlsCerts: openssl, and keytool for
- * the bookies' own store).
+ * provider (tlsProvider=JDK), certificates made at run time (TlsCerts: openssl, EC keys; the full
+ * cases also give our bookies an RSA key and a store rewritten by keytool).
  * - certificateRolesOnOurBookie (smoke): one Rust bookie with tlsClientAuthentication=true and
  *   BookieAuthZFactory (authorizedRoles=admin). A client whose certificate's OU is 0:admin
  *   writes and reads a ledger over TLS (v3 and v2: the v2 client also starts with a v3
  *   START_TLS); a client with role guest, and a client without TLS, are refused every add and
- *   read with UnauthorizedAccess (-102) on both protocols, and nothing they sent is stored.
+ *   read with UnauthorizedAccess (-102) on both protocols (the v2 guest may see -8 instead: see
+ *   refused()), and nothing they sent is stored.
  * - serverOnlyTlsOnOurBookies (full): 3 Rust bookies with TLS and no client certificates; an
  *   E3 W3 A2 ledger per protocol written and read back over TLS.
  * - mixedClusterWithCertificateRoles (full): 1 Java bookie + 2 Rust, all with the same TLS and
@@ -45,15 +46,28 @@ class T01TlsAuthTest {
         rh.close();
     }
 
-    /** Raw add and read on every given bookie; each must be refused with -102. */
-    private static void refused(Cluster c, ClientConfiguration cc, String who, Bookie... bookies) throws Exception {
+    /**
+     * Raw add and read on every given bookie; each must be refused with UnauthorizedAccess (-102).
+     * One exception, the same with Java bookies: a refused certificate gets the v3 EIO reply to
+     * its START_TLS after the handshake (BookieRequestProcessor.processStartTLSRequestV3), which
+     * a v2 client's decoder cannot parse, so that client closes its connection; a request racing
+     * the close fails with BookieHandleNotAvailable (-8) instead. Refused either way.
+     */
+    private static void refused(Cluster c, ClientConfiguration cc, String who, boolean eioRace, Bookie... bookies)
+            throws Exception {
         Raw raw = c.track(new Raw(cc));
-        String proto = cc.getUseV2WireProtocol() ? "v2" : "v3";
+        boolean v2 = cc.getUseV2WireProtocol();
+        String proto = v2 ? "v2" : "v3";
         for (Bookie b : bookies) {
             long lid = 900_000 + b.port;
-            int rc = raw.add(b.bookieId(), lid, new byte[20], 0, -1, Payloads.payload(SEED, lid, 0, 64), 0);
-            assertEquals(-102, rc, who + " " + proto + " add on " + b);
-            assertEquals(-102, raw.read(b.bookieId(), lid, 0).rc(), who + " " + proto + " read on " + b);
+            int add = raw.add(b.bookieId(), lid, new byte[20], 0, -1, Payloads.payload(SEED, lid, 0, 64), 0);
+            int read = raw.read(b.bookieId(), lid, 0).rc();
+            Cluster.log(who + " " + proto + " on " + b + ": add " + add + ", read " + read);
+            for (int rc : new int[] {add, read}) {
+                if (!(v2 && eioRace && rc == -8)) {
+                    assertEquals(-102, rc, who + " " + proto + " add/read on " + b + " (add " + add + ", read " + read + ")");
+                }
+            }
         }
     }
 
@@ -63,7 +77,7 @@ class T01TlsAuthTest {
     void certificateRolesOnOurBookie() throws Exception {
         try (Cluster c = new Cluster("t01roles")) {
             TlsCerts certs = new TlsCerts(c.runDir.resolve("certs"));
-            Path store = certs.viaKeytool(certs.pkcs12("bookie", "/CN=bookie"));
+            Path store = certs.pkcs12("bookie", "/CN=bookie");
             Path admin = certs.pkcs12("admin", "/CN=client-admin/OU=0:admin");
             Path guest = certs.pkcs12("guest", "/CN=client-guest/OU=0:guest");
             Bookie b = c.addRust();
@@ -73,9 +87,9 @@ class T01TlsAuthTest {
             c.startAll();
             for (boolean v2 : new boolean[] {false, true}) {
                 BookKeeper bk = c.client(certs.client(c.clientConf(v2), admin));
-                writeAndRead(bk, 1, SEED + (v2 ? 1 : 0), 200, e -> Payloads.size(SEED, 0, e, 16, 4096));
-                refused(c, certs.client(c.clientConf(v2), guest), "guest", b);
-                refused(c, c.clientConf(v2), "plaintext", b);
+                writeAndRead(bk, 1, SEED + (v2 ? 1 : 0), 100, e -> Payloads.size(SEED, 0, e, 16, 4096));
+                refused(c, certs.client(c.clientConf(v2), guest), "guest", true, b);
+                refused(c, c.clientConf(v2), "plaintext", false, b);
             }
             // what the refused clients sent is not there: the admin reads 0 entries of their ledger
             Raw raw = c.track(new Raw(certs.client(c.clientConf(false), admin)));
@@ -89,7 +103,7 @@ class T01TlsAuthTest {
     void serverOnlyTlsOnOurBookies() throws Exception {
         try (Cluster c = new Cluster("t01tls")) {
             TlsCerts certs = new TlsCerts(c.runDir.resolve("certs"));
-            Path store = certs.pkcs12("bookie", "/CN=bookie");
+            Path store = certs.viaKeytool(certs.pkcs12("bookie", "/CN=bookie", true));
             for (int i = 0; i < 3; i++) {
                 c.addRust().extraConf.putAll(certs.bookieConf(store, false));
             }
@@ -143,8 +157,8 @@ class T01TlsAuthTest {
                 LedgerHandle rh = bk.openLedger(lh.getId(), DigestType.CRC32C, Ops.PASSWORD);
                 Ops.verify(rh, seed, lh.getId(), 0, n - 1, size, false);
                 Bookie[] all = c.bookies.toArray(new Bookie[0]);
-                refused(c, certs.client(c.clientConf(v2), guest), "guest", all);
-                refused(c, c.clientConf(v2), "plaintext", all);
+                refused(c, certs.client(c.clientConf(v2), guest), "guest", true, all);
+                refused(c, c.clientConf(v2), "plaintext", false, all);
             }
             c.assertHealthy();
         }
