@@ -134,6 +134,21 @@ fn pkcs12_bytes(key: &'static str, path: &Path, declared: StoreType) -> Result<V
     if bytes.starts_with(&JKS_MAGIC) {
         return Err(jks_refusal(key, path));
     }
+    if bytes.starts_with(b"-----BEGIN") {
+        let type_key = if key == "tlsKeyStore" {
+            "tlsKeyStoreType"
+        } else {
+            "tlsTrustStoreType"
+        };
+        return Err(KeyError::new(
+            key,
+            format!(
+                "{} is a PEM file but {type_key} is {declared:?} (Java's default is JKS): \
+                 set {type_key}=PEM",
+                path.display()
+            ),
+        ));
+    }
     if declared == StoreType::Jks && bytes.first() != Some(&0x30) {
         return Err(KeyError::new(
             key,
@@ -381,6 +396,21 @@ mod tests {
         let err = load_identity(&src).err().unwrap();
         assert_eq!(err.key, "tlsKeyStore");
         assert!(err.message.contains("keytool -importkeystore"), "{err}");
+    }
+
+    #[test]
+    fn a_pem_file_under_a_store_type_says_to_set_pem() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.pem");
+        std::fs::write(&path, "-----BEGIN CERTIFICATE-----\n").unwrap();
+        let trust = TrustSource {
+            store_type: StoreType::Jks,
+            trust_store: Some(&path),
+            password_path: None,
+        };
+        let err = load_trust(&trust).err().unwrap();
+        assert_eq!(err.key, "tlsTrustStore");
+        assert!(err.message.contains("set tlsTrustStoreType=PEM"), "{err}");
     }
 
     #[test]
