@@ -332,6 +332,12 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             }
             "httpServerPort" => c.http.port = v.parse_range(0, u16::MAX as u64)? as u16,
             "httpServerHost" => c.http.host = v.nonempty()?.to_string(),
+            k if crate::tls::CONF_KEYS.contains(&k) => {
+                c.tls.set(k, v.text()).map_err(|e| v.invalid(&e))?
+            }
+            k if crate::auth::CONF_KEYS.contains(&k) => {
+                c.auth.set(k, v.text()).map_err(|e| v.invalid(&e))?
+            }
             _ if p.line == 0 => {
                 applied
                     .ignored
@@ -416,6 +422,7 @@ pub fn validate(c: &BookieConfig) -> Result<(), String> {
             ));
         }
     }
+    c.auth.policy()?;
     c.journal
         .validate()
         .map_err(|e| format!("journal settings (journal* keys): {e}"))
@@ -895,6 +902,29 @@ verifyMetadataOnGC=true
         assert!(conf("gcMetadataOpRateLimit=0").is_err());
         assert!(conf("isForceGCAllowWhenNoSpace=maybe").is_err());
         assert!(conf("gcOverreplicatedLedgerWaitTime=soon").is_err());
+    }
+
+    #[test]
+    fn tls_and_auth_keys_are_known_and_checked() {
+        let (c, a) = conf(
+            "tlsProviderFactoryClass=org.apache.bookkeeper.tls.TLSContextFactory\n\
+             tlsKeyStoreType=PEM\ntlsClientAuthentication=true\n\
+             bookieAuthProviderFactoryClass=org.apache.bookkeeper.tls.BookieAuthZFactory\n\
+             authorizedRoles=admin",
+        )
+        .unwrap();
+        assert!(a.ignored.is_empty(), "{:?}", a.ignored);
+        assert!(c.tls.enabled() && c.tls.client_authentication);
+        let err = conf("tlsKeyStoreType=FOO").unwrap_err();
+        assert!(
+            err.contains("tlsKeyStoreType") && err.contains("line 1"),
+            "{err}"
+        );
+        let err = conf(
+            "bookieAuthProviderFactoryClass=org.apache.bookkeeper.sasl.SASLBookieAuthProviderFactory",
+        )
+        .unwrap_err();
+        assert!(err.contains("SASL"), "{err}");
     }
 
     #[test]

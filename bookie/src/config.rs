@@ -82,6 +82,10 @@ pub struct BookieConfig {
     pub cluster: ClusterConfig,
     /// Garbage collection and compaction (`*Compaction*` keys; `gcWaitTime` is in `cluster`).
     pub gc: GcConfig,
+    /// TLS on the bookie port (`tls*` keys, `tls.rs`).
+    pub tls: crate::tls::TlsConfig,
+    /// Authentication (`bookieAuthProviderFactoryClass`, `authorizedRoles`; `auth.rs`).
+    pub auth: crate::auth::AuthConfig,
 }
 
 /// Read-ahead of sequential cache-miss reads (`entrylog::Reader`'s module docs).
@@ -348,6 +352,8 @@ impl Default for BookieConfig {
             http: HttpConfig::default(),
             cluster: ClusterConfig::default(),
             gc: GcConfig::default(),
+            tls: crate::tls::TlsConfig::default(),
+            auth: crate::auth::AuthConfig::default(),
         }
     }
 }

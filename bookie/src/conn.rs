@@ -23,6 +23,10 @@
 //!
 //! A frame the decoder rejects closes only this connection. The connection talks to its shard
 //! through [`RequestSink`] only, so this module does not know the shard.
+//!
+//! Security (`tls.rs`, `auth.rs`): every request first passes the connection's auth
+//! [`Gate`]; a `START_TLS` (TLS configured) makes the connection answer it, hand its socket
+//! from the plain halves to a TLS handshake, and go on with the TLS halves ([`start_tls`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -33,12 +37,17 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use net::server::RequestDecoder;
-use net::{codec, RequestFrame, ResponseFrame};
+use net::{codec, RequestFrame, Response, ResponseFrame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 
+use rustls::pki_types::CertificateDer;
+
+use crate::auth::{Admit, Gate};
 use crate::ratelimit::LogLimiter;
+use crate::tls::{self, ReadHalf, Security, WriteHalf};
 
 const READ_CHUNK: usize = 64 << 10;
 
@@ -183,6 +192,9 @@ pub struct Conn {
     read_at: Cell<u64>,
     wake_writer: Notify,
     wake_reader: Notify,
+    /// Set by the reader for `START_TLS`: the writer hands its half back once it has written
+    /// everything.
+    hand_over: Cell<bool>,
     outstanding: Cell<usize>,
     max_outstanding: usize,
     shared: Arc<ConnShared>,
@@ -199,6 +211,7 @@ impl Conn {
             read_at: Cell::new(0),
             wake_writer: Notify::new(),
             wake_reader: Notify::new(),
+            hand_over: Cell::new(false),
             outstanding: Cell::new(0),
             max_outstanding,
             shared: Arc::new(ConnShared {
@@ -358,14 +371,11 @@ impl Drop for Conn {
 /// Bad frames are logged at most this often (with a count of those not logged).
 static BAD_FRAMES: LogLimiter = LogLimiter::new(Duration::from_secs(10), 5);
 static STUCK: LogLimiter = LogLimiter::new(Duration::from_secs(10), 5);
+static SECURITY: LogLimiter = LogLimiter::new(Duration::from_secs(10), 5);
 
 /// Writes `data` to the socket, counting bytes as they go; with a response-backpressure
 /// timeout, a socket that takes nothing for that long makes the connection stuck.
-async fn write_replies(
-    writer: &mut tokio::net::tcp::OwnedWriteHalf,
-    data: &[u8],
-    conn: &Conn,
-) -> Result<(), ()> {
+async fn write_replies(writer: &mut WriteHalf, data: &[u8], conn: &Conn) -> Result<(), ()> {
     let mut off = 0;
     let mut stuck_after = conn.shared.budget.stuck_after;
     while off < data.len() {
@@ -396,7 +406,49 @@ async fn write_replies(
             }
         }
     }
-    Ok(())
+    // TLS keeps records it could not send in its buffer; plain TCP has nothing to flush.
+    writer.flush().await.map_err(|_| ())
+}
+
+/// Sends the replies the connection accumulates until it closes (`None`) or the reader asks
+/// for the socket back for `START_TLS` (`Some`, once everything queued is written).
+async fn write_loop<S: RequestSink + 'static>(
+    conn: Rc<Conn>,
+    shard: Rc<RefCell<S>>,
+    mut writer: WriteHalf,
+) -> Option<WriteHalf> {
+    // Ready times of the replies being written (swapped with the connection's, so that
+    // neither allocates once grown).
+    let mut writing: Vec<u64> = Vec::new();
+    loop {
+        conn.wake_writer.notified().await;
+        loop {
+            if conn.is_closed() {
+                let _ = writer.shutdown().await;
+                return None;
+            }
+            conn.unpark();
+            let data = {
+                let mut out = conn.out.borrow_mut();
+                if out.is_empty() {
+                    break;
+                }
+                std::mem::swap(&mut writing, &mut *conn.stamps.borrow_mut());
+                out.split().freeze()
+            };
+            if write_replies(&mut writer, &data, &conn).await.is_err() {
+                conn.close();
+                return None;
+            }
+            if !writing.is_empty() {
+                shard.borrow().replies_written(&writing);
+                writing.clear();
+            }
+        }
+        if conn.hand_over.get() {
+            return Some(writer);
+        }
+    }
 }
 
 /// Serves one connection until the peer closes it, it sends a bad frame, or the shard stops.
@@ -405,42 +457,16 @@ pub async fn serve<S: RequestSink + 'static>(
     stream: TcpStream,
     conn: Rc<Conn>,
     max_frame: usize,
+    security: Arc<Security>,
 ) {
     let _ = stream.set_nodelay(true);
-    let (mut reader, mut writer) = stream.into_split();
-    let out_conn = conn.clone();
-    let out_shard = shard.clone();
-    let writer_task = tokio::task::spawn_local(async move {
-        // Ready times of the replies being written (swapped with the connection's, so that
-        // neither allocates once grown).
-        let mut writing: Vec<u64> = Vec::new();
-        loop {
-            out_conn.wake_writer.notified().await;
-            loop {
-                if out_conn.is_closed() {
-                    let _ = writer.shutdown().await;
-                    return;
-                }
-                out_conn.unpark();
-                let data = {
-                    let mut out = out_conn.out.borrow_mut();
-                    if out.is_empty() {
-                        break;
-                    }
-                    std::mem::swap(&mut writing, &mut *out_conn.stamps.borrow_mut());
-                    out.split().freeze()
-                };
-                if write_replies(&mut writer, &data, &out_conn).await.is_err() {
-                    out_conn.close();
-                    return;
-                }
-                if !writing.is_empty() {
-                    out_shard.borrow().replies_written(&writing);
-                    writing.clear();
-                }
-            }
-        }
-    });
+    let mut gate = Gate::new(&security.auth, security.tls.is_some());
+    let (mut reader, writer) = tls::split_plain(stream);
+    let mut writer_task = Some(tokio::task::spawn_local(write_loop(
+        conn.clone(),
+        shard.clone(),
+        writer,
+    )));
     let mut decoder = RequestDecoder::new(max_frame);
     let mut buf = BytesMut::new();
     'read: loop {
@@ -476,6 +502,7 @@ pub async fn serve<S: RequestSink + 'static>(
         }
         // Decode what is buffered first; read the socket only once it is used up.
         let mut stopped_early = false;
+        let mut start_tls_header = None;
         {
             let mut shard = shard.borrow_mut();
             loop {
@@ -484,10 +511,34 @@ pub async fn serve<S: RequestSink + 'static>(
                     break;
                 }
                 match decoder.decode(&mut buf) {
-                    Ok(Some(frame)) => {
-                        conn.request_started();
-                        shard.dispatch(frame, &conn);
-                    }
+                    Ok(Some(frame)) => match gate.admit(&frame.header, &frame.request) {
+                        Admit::Serve => {
+                            conn.request_started();
+                            shard.dispatch(frame, &conn);
+                        }
+                        Admit::Reply(response) => {
+                            conn.request_started();
+                            let header = frame.reply_header();
+                            conn.send_timed(ResponseFrame { header, response }, 0);
+                        }
+                        Admit::Ignore => {}
+                        Admit::Close => {
+                            SECURITY.warn(|more| {
+                                format!(
+                                    "connection {}: closed: {:?} before authentication{more}",
+                                    conn.id,
+                                    frame.request.operation()
+                                )
+                            });
+                            conn.close();
+                            shard.drive();
+                            break 'read;
+                        }
+                        Admit::StartTls => {
+                            start_tls_header = Some(frame.reply_header());
+                            break;
+                        }
+                    },
                     Ok(None) => break,
                     Err(err) => {
                         BAD_FRAMES.warn(|suppressed| {
@@ -502,6 +553,50 @@ pub async fn serve<S: RequestSink + 'static>(
                 }
             }
             shard.drive();
+        }
+        if let (Some(header), Some(context)) = (start_tls_header, security.tls.as_ref()) {
+            let Some(plain_writer) = hand_over(&conn, writer_task.take()).await else {
+                break;
+            };
+            if !buf.is_empty() {
+                SECURITY.warn(|more| {
+                    format!(
+                        "connection {}: bytes sent after START_TLS before its reply; closing{more}",
+                        conn.id
+                    )
+                });
+                conn.close();
+                break;
+            }
+            let Some((r, w, peer)) = start_tls(&conn, header, reader, plain_writer, context).await
+            else {
+                conn.close();
+                break;
+            };
+            reader = r;
+            if let Err(why) = gate.on_handshake(&security.auth, peer.as_deref()) {
+                SECURITY.warn(|more| {
+                    format!(
+                        "connection {}: TLS client not authorized: {why}{more}",
+                        conn.id
+                    )
+                });
+                // Java: EIO on the START_TLS request, and the connection stays open without
+                // being served (EUA).
+                conn.request_started();
+                let response = Response::Error {
+                    operation: net::OperationType::StartTls,
+                    status: net::StatusCode::EIO,
+                };
+                conn.send_timed(ResponseFrame { header, response }, 0);
+            }
+            writer_task = Some(tokio::task::spawn_local(write_loop(
+                conn.clone(),
+                shard.clone(),
+                w,
+            )));
+            conn.wake_writer.notify_one();
+            continue;
         }
         if stopped_early {
             continue;
@@ -525,7 +620,62 @@ pub async fn serve<S: RequestSink + 'static>(
     }
     conn.close();
     shard.borrow_mut().forget_connection(conn.id);
-    let _ = writer_task.await;
+    if let Some(task) = writer_task {
+        let _ = task.await;
+    }
+}
+
+/// For `START_TLS`: waits until every earlier request is answered and written, then takes the
+/// plain writing half back from the writer task. `None`: the connection closed meanwhile.
+async fn hand_over(
+    conn: &Conn,
+    writer_task: Option<JoinHandle<Option<WriteHalf>>>,
+) -> Option<WriteHalf> {
+    drain_then_close(conn).await;
+    if conn.outstanding.get() > 0 {
+        return None;
+    }
+    conn.hand_over.set(true);
+    conn.wake_writer.notify_one();
+    let writer = writer_task?.await.ok().flatten();
+    conn.hand_over.set(false);
+    writer
+}
+
+/// Answers `START_TLS` with EOK in plaintext and runs the handshake on the same socket
+/// (Java's `processStartTLSRequestV3`); returns the TLS halves and the client's certificate
+/// chain. `None`: the handshake failed (logged).
+async fn start_tls(
+    conn: &Conn,
+    header: net::ResponseHeader,
+    reader: ReadHalf,
+    mut writer: WriteHalf,
+    context: &tls::TlsContext,
+) -> Option<(ReadHalf, WriteHalf, Option<Vec<CertificateDer<'static>>>)> {
+    let mut reply = BytesMut::new();
+    let ok = ResponseFrame {
+        header,
+        response: Response::StartTls {
+            status: net::StatusCode::EOK,
+        },
+    };
+    codec::encode_response(&ok, &mut reply).ok()?;
+    writer.write_all(&reply).await.ok()?;
+    writer.flush().await.ok()?;
+    let stream = tls::reunite(reader, writer).ok()?;
+    match tls::handshake(context.acceptor(), stream).await {
+        Ok(stream) => {
+            log::debug!("connection {}: TLS session established", conn.id);
+            let peer = stream.get_ref().1.peer_certificates().map(|c| c.to_vec());
+            let (r, w) = tls::split_tls(stream);
+            Some((r, w, peer))
+        }
+        Err(e) => {
+            SECURITY
+                .warn(|more| format!("connection {}: TLS handshake failed: {e}{more}", conn.id));
+            None
+        }
+    }
 }
 
 /// After the peer stopped sending (it may have only shut down its side): lets the requests in

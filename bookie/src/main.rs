@@ -12,6 +12,7 @@
 //!   checks cookies, registers and unregisters (`cluster.rs`); exit code 1 on a cookie
 //!   mismatch, 4 when the registration fails.
 
+mod auth;
 mod cluster;
 mod compaction;
 mod conf;
@@ -24,6 +25,7 @@ mod http;
 mod inspect;
 mod journal_recovery;
 mod journal_space;
+mod keystore;
 mod ledger;
 mod ledger_storage;
 mod lock;
@@ -38,6 +40,7 @@ mod record;
 mod server;
 mod shard;
 mod storage_wrap;
+mod tls;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

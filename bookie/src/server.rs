@@ -38,11 +38,14 @@ use crate::ratelimit::LogLimiter;
 use crate::readonly::{spawn_disk_checker, BookieState};
 use crate::reclaim::Reclaimer;
 use crate::shard::{EventFd, Shard, SHARD};
+use crate::tls::Security;
 
 /// Runs the bookie until a signal stops it. The error carries the process exit code (1, or 4
 /// when the ZooKeeper registration failed).
 pub fn run(config: BookieConfig) -> Result<(), Failure> {
     let signals = Signals::install()?;
+    // TLS key material and the auth provider: a bad file or key stops the start here.
+    let security = Arc::new(Security::from_config(&config.tls, &config.auth)?);
     // Cluster mode: the cookie check comes before anything touches the directories.
     let mut control = if config.cluster.has_metadata_store() {
         Some(ControlPlane::start(&config)?)
@@ -140,6 +143,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             metrics.clone(),
             reclaim.clone(),
             disk_share.clone(),
+            security.clone(),
         );
         let thread = std::thread::Builder::new()
             .name(format!("shard-{id}"))
@@ -372,11 +376,12 @@ fn shard_main(
     (mut stop, mut listen): (watch::Receiver<bool>, watch::Receiver<bool>),
     ready: std_mpsc::Sender<Result<usize, String>>,
     accepted: Arc<AtomicUsize>,
-    (state, metrics, reclaim, disk_share): (
+    (state, metrics, reclaim, disk_share, security): (
         Arc<BookieState>,
         Arc<Metrics>,
         Reclaimer,
         Arc<DiskShare>,
+        Arc<Security>,
     ),
 ) {
     if config.pin_threads {
@@ -547,8 +552,9 @@ fn shard_main(
             shard.borrow_mut().register_connection(&conn);
             live.set(live.get() + 1);
             let (s, live, max_frame) = (shard.clone(), live.clone(), config.max_frame_bytes);
+            let security = security.clone();
             tokio::task::spawn_local(async move {
-                conn::serve(s, stream, conn, max_frame).await;
+                conn::serve(s, stream, conn, max_frame, security).await;
                 live.set(live.get() - 1);
             });
         }
