@@ -104,6 +104,11 @@ pub struct ControlPlane {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// Directories as the cookie names them: as configured.
+fn display_all(dirs: &[std::path::PathBuf]) -> Vec<String> {
+    dirs.iter().map(|d| d.display().to_string()).collect()
+}
+
 impl ControlPlane {
     /// Starts the thread and checks the cookies; returns once they are verified (or stamped).
     /// To be called before the shards open the directories.
@@ -116,9 +121,9 @@ impl ControlPlane {
             cfg.ledgers_root
         );
         let dirs = CookieDirs {
-            journal_dirs: vec![config.journal_dir.display().to_string()],
-            ledger_dirs: vec![config.ledger_dir.display().to_string()],
-            index_dirs: None,
+            journal_dirs: display_all(&config.journal_dirs),
+            ledger_dirs: display_all(&config.ledger_dirs),
+            index_dirs: config.index_dirs.as_deref().map(display_all),
         };
         let cookie_options = CookieOptions {
             allow_storage_expansion: config.cluster.allow_storage_expansion,

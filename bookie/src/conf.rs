@@ -168,8 +168,8 @@ pub struct Applied {
 pub fn conf_defaults() -> BookieConfig {
     let mut c = BookieConfig {
         bind_address: "0.0.0.0".into(),
-        journal_dir: PathBuf::from("/tmp/bk-txn"),
-        ledger_dir: PathBuf::from("/tmp/bk-data"),
+        journal_dirs: vec![PathBuf::from("/tmp/bk-txn")],
+        ledger_dirs: vec![PathBuf::from("/tmp/bk-data")],
         ..BookieConfig::default()
     };
     c.http.enabled = false;
@@ -250,8 +250,9 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                 c.ledger_store.entry_log_size_bytes = v.parse_range(64 << 10, (2u64 << 30) - 1)?
             }
             "allowStorageExpansion" => c.cluster.allow_storage_expansion = v.boolean()?,
-            "journalDirectories" | "journalDirectory" => c.journal_dir = v.one_dir()?,
-            "ledgerDirectories" => c.ledger_dir = v.one_dir()?,
+            "journalDirectories" | "journalDirectory" => c.journal_dirs = v.dirs()?,
+            "ledgerDirectories" => c.ledger_dirs = v.dirs()?,
+            "indexDirectories" => c.index_dirs = Some(v.dirs()?),
             "journalMaxGroupWaitMSec" => {
                 c.journal.max_group_wait_us = v.parse_range(0, 60_000)? * 1000
             }
@@ -521,23 +522,25 @@ impl Value<'_> {
         }
     }
 
-    /// A directory list that must name exactly one directory (one journal and one ledger
-    /// directory per bookie for now; each shard uses `shard-<n>` below it).
-    fn one_dir(&self) -> Result<PathBuf, String> {
-        let dirs: Vec<&str> = self
+    /// A comma-separated directory list, as Java's: at least one, none twice.
+    fn dirs(&self) -> Result<Vec<PathBuf>, String> {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for d in self
             .text()
             .split(',')
             .map(str::trim)
             .filter(|d| !d.is_empty())
-            .collect();
-        match dirs.as_slice() {
-            [one] => Ok(PathBuf::from(one)),
-            [] => Err(self.invalid("empty")),
-            _ => Err(self.invalid(
-                "this bookie takes one directory here (shards spread below it); \
-                 list a single directory",
-            )),
+        {
+            let d = PathBuf::from(d);
+            if dirs.contains(&d) {
+                return Err(self.invalid(&format!("lists {} twice", d.display())));
+            }
+            dirs.push(d);
         }
+        if dirs.is_empty() {
+            return Err(self.invalid("empty"));
+        }
+        Ok(dirs)
     }
 }
 
@@ -742,8 +745,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.port, 3999);
-        assert_eq!(c.journal_dir, PathBuf::from("/j"));
-        assert_eq!(c.ledger_dir, PathBuf::from("/l"));
+        assert_eq!(c.journal_dirs, vec![PathBuf::from("/j")]);
+        assert_eq!(c.ledger_dirs, vec![PathBuf::from("/l")]);
         assert_eq!(c.journal.max_group_wait_us, 3000);
         assert_eq!(c.journal.buffered_writes_threshold_bytes, 65536);
         assert_eq!(c.journal.buffered_entries_threshold, 100);
@@ -783,7 +786,7 @@ mod tests {
     fn defaults_without_keys() {
         let (c, a) = conf("# nothing\n").unwrap();
         assert_eq!(c.bind_address, "0.0.0.0");
-        assert_eq!(c.journal_dir, PathBuf::from("/tmp/bk-txn"));
+        assert_eq!(c.journal_dirs, vec![PathBuf::from("/tmp/bk-txn")]);
         assert!(!c.http.enabled);
         assert!(!c.cluster.has_metadata_store());
         assert!(a.ignored.is_empty() && ignored_line(&a.ignored).is_none());
@@ -810,7 +813,8 @@ mod tests {
             ("diskUsageWarnThreshold=0.99", "diskUsageWarnThreshold"),
             ("diskUsageLwmThreshold=0.99", "diskUsageLwmThreshold"),
             ("readOnlyModeEnabled=maybe", "readOnlyModeEnabled"),
-            ("journalDirectories=/a,/b", "journalDirectories"),
+            ("journalDirectories=/a,/b,/a", "journalDirectories"),
+            ("indexDirectories=,", "indexDirectories"),
             ("ledgerDirectories=", "ledgerDirectories"),
             ("flushInterval=-1", "flushInterval"),
             ("httpServerPort=", "httpServerPort"),

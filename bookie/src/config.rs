@@ -15,10 +15,14 @@ pub struct BookieConfig {
     pub port: u16,
     /// `listeningInterface` / `advertisedAddress`: where to listen (127.0.0.1 standalone).
     pub bind_address: String,
-    /// `journalDirectories` (one directory; each shard journals in `shard-<n>` below it).
-    pub journal_dir: PathBuf,
-    /// `ledgerDirectories` (one directory; each shard stores in `shard-<n>` below it).
-    pub ledger_dir: PathBuf,
+    /// `journalDirectories`: shard n journals in `shard-<n>` below directory n mod their
+    /// count (`ledger_dirs.rs`).
+    pub journal_dirs: Vec<PathBuf>,
+    /// `ledgerDirectories`: every shard stores in `shard-<n>` below each of them, its entry
+    /// logs rotating over its own (`ledger_dirs.rs`).
+    pub ledger_dirs: Vec<PathBuf>,
+    /// `indexDirectories`: where the shards' index files go, when set.
+    pub index_dirs: Option<Vec<PathBuf>>,
     /// Shards (threads, each pinned to a core); 0 = one per available core.
     pub shards: usize,
     /// Pin shard threads to cores.
@@ -291,8 +295,9 @@ impl Default for BookieConfig {
         BookieConfig {
             port: 3181,
             bind_address: "127.0.0.1".into(),
-            journal_dir: PathBuf::from("data/journal"),
-            ledger_dir: PathBuf::from("data/ledgers"),
+            journal_dirs: vec![PathBuf::from("data/journal")],
+            ledger_dirs: vec![PathBuf::from("data/ledgers")],
+            index_dirs: None,
             shards: 0,
             pin_threads: true,
             max_frame_bytes: 5 << 20,
@@ -359,7 +364,8 @@ impl Default for BookieConfig {
 }
 
 impl BookieConfig {
-    /// The number of shards to run.
+    /// The number of shards to run: as configured, or one per core and at least one per
+    /// journal directory.
     pub fn shard_count(&self) -> usize {
         if self.shards > 0 {
             self.shards
@@ -367,6 +373,7 @@ impl BookieConfig {
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1)
+                .max(self.journal_dirs.len())
         }
     }
 }

@@ -33,7 +33,7 @@ use crate::config::BookieConfig;
 use crate::gc::GcTrigger;
 use crate::mailbox::{AdminQuery, GcRequest, ShardHandle};
 use crate::metrics::Metrics;
-use crate::readonly::{disk_usage, BookieState};
+use crate::readonly::BookieState;
 
 const MAX_HEAD: usize = 16 << 10;
 const MAX_BODY: usize = 64 << 10;
@@ -292,13 +292,15 @@ async fn route(admin: &Admin, r: &Request) -> Response {
             body: admin.metrics.render(state).into_bytes(),
         },
         "/metrics" => Response::text(403, "GET only\n"),
-        "/api/v1/bookie/info" if get => match disk_usage(&admin.config.ledger_dir) {
-            Ok(u) => Response::json(
-                200,
-                serde_json::json!({ "freeSpace": u.usable_bytes, "totalSpace": u.total_bytes }),
-            ),
-            Err(e) => Response::error(500, &format!("statvfs: {e}")),
-        },
+        "/api/v1/bookie/info" if get => {
+            match crate::readonly::ledger_space(&admin.config.ledger_dirs) {
+                Ok(u) => Response::json(
+                    200,
+                    serde_json::json!({ "freeSpace": u.usable_bytes, "totalSpace": u.total_bytes }),
+                ),
+                Err(e) => Response::error(500, &format!("statvfs: {e}")),
+            }
+        }
         "/api/v1/bookie/state" if get => Response::json(
             200,
             serde_json::json!({

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use entrylog::{LedgerStore, LedgerStoreConfig, ReadAhead, ReadCache, ReadView, Reader, Recovered};
 use net::StatusCode;
+use storage::dirset::Placement;
 use tokio::sync::mpsc;
 
 use crate::compaction::{GcRunner, STEP_PAUSE};
@@ -51,7 +52,7 @@ pub struct LedgerStorageLink {
 /// what the store recovered (replay the journal from its mark), and where flushes report.
 pub fn start(
     shard: usize,
-    dir: PathBuf,
+    dirs: Arc<Placement>,
     bookie: &BookieConfig,
     peers: Arc<Vec<ShardHandle>>,
     (metrics, reclaim, disk_share): (Arc<Metrics>, Reclaimer, Arc<DiskShare>),
@@ -80,7 +81,8 @@ pub fn start(
     let (opened_tx, opened_rx) = std_mpsc::channel();
     let (jobs_tx, jobs_rx) = std_mpsc::channel::<FlushJob>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
-    let flush_dir = dir.clone();
+    let flush_dirs = dirs.clone();
+    let flush_dir = dirs.members[0].clone();
     let thread_reclaim = reclaim.clone();
     let flush_config = config.clone();
     std::thread::Builder::new()
@@ -89,7 +91,7 @@ pub fn start(
             // Below the shards: sorting and checksumming a flush must not take a core away
             // from a shard that is answering adds.
             lower_priority(FLUSH_NICE);
-            let opened = storage::open_dir(&flush_dir, 64, force_psync)
+            let opened = storage::open_dir_set(flush_dirs.clone(), 64, force_psync)
                 .map_err(|e| format!("{}: {e}", flush_dir.display()))
                 .map(|s| Paced::new(s, applied_rate, urgent))
                 .and_then(|s| {
@@ -110,7 +112,7 @@ pub fn start(
             loop {
                 let trash = store.take_trash();
                 if !trash.is_empty() {
-                    thread_reclaim.delete(trash.iter().map(|n| flush_dir.join(n)));
+                    thread_reclaim.delete(trash.iter().map(|n| member_path(&flush_dirs, n)));
                 }
                 // Flush jobs first; a compaction in progress steps when none waits.
                 // Files retired by GC go once no reader's view holds them: look again soon.
@@ -200,7 +202,7 @@ pub fn start(
         let read_ahead = read_ahead.clone();
         let read_metrics = read_metrics.clone();
         let share = disk_share.clone();
-        let dir = dir.clone();
+        let dirs = dirs.clone();
         let peers = peers.clone();
         let read_rx = read_rx.clone();
         let reader_config = reader_config.clone();
@@ -214,12 +216,12 @@ pub fn start(
             .name(format!("read-{shard}-{r}"))
             .spawn(move || {
                 lower_priority(READ_NICE);
-                let storage = match storage::open_dir(&dir, 64, force_psync) {
+                let storage = match storage::open_dir_set(dirs.clone(), 64, force_psync) {
                     Ok(s) => s,
                     Err(e) => {
                         log::error!(
                             "reader of {}: {e}; cache-miss reads will fail",
-                            dir.display()
+                            dirs.members[0].display()
                         );
                         for job in read_rx {
                             reply(
@@ -277,4 +279,14 @@ fn lower_priority(nice: i32) {
             log::debug!("cannot lower the priority of thread {tid}");
         }
     }
+}
+
+/// The path of a store file in the member of the directory set that holds it (the home when
+/// none does: the deletion then finds nothing, as it would in one directory).
+fn member_path(dirs: &Placement, name: &str) -> PathBuf {
+    dirs.members
+        .iter()
+        .map(|m| m.join(name))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| dirs.members[0].join(name))
 }

@@ -27,6 +27,7 @@ mod journal_recovery;
 mod journal_space;
 mod keystore;
 mod ledger;
+mod ledger_dirs;
 mod ledger_storage;
 mod lock;
 mod mailbox;
@@ -111,12 +112,13 @@ struct ServeArgs {
     /// Data directory: journal in DIR/journal, ledgers in DIR/ledgers.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// journalDirectories (overrides --data-dir for the journal).
-    #[arg(long)]
-    journal_dir: Option<PathBuf>,
-    /// ledgerDirectories (overrides --data-dir for ledgers).
-    #[arg(long)]
-    ledger_dir: Option<PathBuf>,
+    /// journalDirectories (overrides --data-dir for the journal; repeat or separate with
+    /// commas for several).
+    #[arg(long, value_delimiter = ',')]
+    journal_dir: Vec<PathBuf>,
+    /// ledgerDirectories (overrides --data-dir for ledgers; repeat or separate with commas).
+    #[arg(long, value_delimiter = ',')]
+    ledger_dir: Vec<PathBuf>,
     /// Shards (0 = one per core).
     #[arg(long)]
     shards: Option<usize>,
@@ -285,14 +287,14 @@ fn settings(args: ServeArgs) -> Result<(BookieConfig, conf_env::Sources), String
         (BookieConfig::default(), None)
     };
     if let Some(dir) = args.data_dir {
-        c.journal_dir = dir.join("journal");
-        c.ledger_dir = dir.join("ledgers");
+        c.journal_dirs = vec![dir.join("journal")];
+        c.ledger_dirs = vec![dir.join("ledgers")];
     }
-    if let Some(d) = args.journal_dir {
-        c.journal_dir = d;
+    if !args.journal_dir.is_empty() {
+        c.journal_dirs = args.journal_dir;
     }
-    if let Some(d) = args.ledger_dir {
-        c.ledger_dir = d;
+    if !args.ledger_dir.is_empty() {
+        c.ledger_dirs = args.ledger_dir;
     }
     if let Some(p) = args.port {
         c.port = p;

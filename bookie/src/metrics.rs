@@ -573,15 +573,16 @@ impl Metrics {
             .map(|s| s.ledgers.load(Ordering::Relaxed))
             .sum();
         gauge(o, "bookie_ledgers_count", "", ledgers as f64);
-        // Disks: the ledger directory in Java's names, every checked directory in ours.
-        if let Some(ledger_dir) = state.dirs.first() {
-            gauge(o, "bookie_ledger_num_dirs", "", 1.0);
-            gauge(
-                o,
-                "bookie_ledger_writable_dirs",
-                "",
-                ledger_dir.writable() as u8 as f64,
-            );
+        // Disks: the ledger directories in Java's names, every checked directory in ours.
+        let ledger_dirs: Vec<_> = state
+            .dirs
+            .iter()
+            .filter(|d| d.kind == crate::readonly::DirKind::Ledger)
+            .collect();
+        gauge(o, "bookie_ledger_num_dirs", "", ledger_dirs.len() as f64);
+        let writable = ledger_dirs.iter().filter(|d| d.writable()).count();
+        gauge(o, "bookie_ledger_writable_dirs", "", writable as f64);
+        for ledger_dir in ledger_dirs {
             let name = format!(
                 "bookie_ledger_dir_{}_usage",
                 sanitize(&ledger_dir.path.display().to_string())
@@ -833,7 +834,10 @@ mod tests {
         assert!(merged.quantile_ms(1.0) >= 1.099);
         let state = BookieState::new(
             &crate::config::DiskConfig::default(),
-            &[std::path::Path::new("/data/ledgers")],
+            &[(
+                std::path::Path::new("/data/ledgers"),
+                crate::readonly::DirKind::Ledger,
+            )],
         );
         let text = m.render(&state);
         assert!(text.contains("bookkeeper_server_ADD_ENTRY_REQUEST_count{success=\"true\"} 100"));

@@ -10,8 +10,10 @@
 //! - `FORCED`: `forceReadOnlyBookie`, for good (manual writable refused);
 //! - `MANUAL`: HTTP `PUT /api/v1/bookie/state/readonly`; sticky, the disk checker never
 //!   clears it;
-//! - `DISK_FULL`: set by the disk checker when a ledger or journal directory reaches
-//!   `diskUsageThreshold`, cleared when the total usage drops below `diskUsageLwmThreshold`;
+//! - `DISK_FULL`: set by the disk checker when every ledger directory (or every index
+//!   directory), or any journal directory, reaches `diskUsageThreshold`; cleared when the
+//!   total usage drops below `diskUsageLwmThreshold`. A full ledger directory alone is only
+//!   marked not writable: the shards' new entry logs go to the others (`ledger_dirs.rs`);
 //! - `IO_FAILURE`: a journal or ledger-storage failure in a shard; never cleared (a restart
 //!   is the way back, as Java shuts down on these).
 //!
@@ -28,7 +30,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{mpsc as std_mpsc, Mutex};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
@@ -73,12 +75,44 @@ pub fn disk_usage(dir: &Path) -> std::io::Result<DiskUsage> {
     })
 }
 
+/// Free and total space of the ledger directories, each file system counted once (Java's
+/// `getTotalFreeSpace` / `getTotalDiskSpace`).
+pub fn ledger_space(dirs: &[std::path::PathBuf]) -> std::io::Result<DiskUsage> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = Vec::new();
+    let mut sum = DiskUsage {
+        total_bytes: 0,
+        usable_bytes: 0,
+    };
+    for dir in dirs {
+        let dev = std::fs::metadata(dir)?.dev();
+        if seen.contains(&dev) {
+            continue;
+        }
+        seen.push(dev);
+        let u = disk_usage(dir)?;
+        sum.total_bytes += u.total_bytes;
+        sum.usable_bytes += u.usable_bytes;
+    }
+    Ok(sum)
+}
+
+/// What a checked directory holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirKind {
+    Ledger,
+    Index,
+    Journal,
+}
+
 /// One checked directory, as the metrics and the HTTP info show it.
 pub struct DirStatus {
     pub path: PathBuf,
+    pub kind: DirKind,
     /// Last usage, as f64 bits.
     usage_bits: AtomicU64,
-    writable: AtomicBool,
+    /// Below `diskUsageThreshold`; shared with the placement of new entry-log files.
+    writable: Arc<AtomicBool>,
 }
 
 impl DirStatus {
@@ -87,6 +121,10 @@ impl DirStatus {
     }
     pub fn writable(&self) -> bool {
         self.writable.load(Ordering::Relaxed)
+    }
+    /// The flag the disk checker clears when the directory fills.
+    pub fn writable_flag(&self) -> Arc<AtomicBool> {
+        self.writable.clone()
     }
 }
 
@@ -117,7 +155,7 @@ pub const DISK_ALMOST_FULL: u8 = 1;
 pub const DISK_FULL_LEVEL: u8 = 2;
 
 impl BookieState {
-    pub fn new(disk: &DiskConfig, dirs: &[&Path]) -> BookieState {
+    pub fn new(disk: &DiskConfig, dirs: &[(&Path, DirKind)]) -> BookieState {
         let forced = disk.force_read_only && disk.read_only_mode_enabled;
         let (changes, _) = watch::channel(forced);
         BookieState {
@@ -131,10 +169,11 @@ impl BookieState {
             fatal_reason: Mutex::new(None),
             dirs: dirs
                 .iter()
-                .map(|p| DirStatus {
+                .map(|&(p, kind)| DirStatus {
                     path: p.to_path_buf(),
+                    kind,
                     usage_bits: AtomicU64::new(0f64.to_bits()),
-                    writable: AtomicBool::new(true),
+                    writable: Arc::new(AtomicBool::new(true)),
                 })
                 .collect(),
             disk_pressure: AtomicU8::new(DISK_OK),
@@ -271,7 +310,8 @@ impl BookieState {
         warned: &mut bool,
         usage_of: &mut dyn FnMut(&Path) -> std::io::Result<DiskUsage>,
     ) {
-        let mut any_full = false;
+        // Per kind: (directories, full ones).
+        let mut counts = [(0usize, 0usize); 3];
         let mut any_warn = false;
         let mut high_priority = false;
         let (mut usable, mut total) = (0u64, 0u64);
@@ -287,7 +327,9 @@ impl BookieState {
             dir.usage_bits.store(usage.to_bits(), Ordering::Relaxed);
             let full = usage >= disk.usage_threshold;
             dir.writable.store(!full, Ordering::Relaxed);
-            any_full |= full;
+            let c = &mut counts[dir.kind as usize];
+            c.0 += 1;
+            c.1 += full as usize;
             any_warn |= usage >= disk.warn_threshold;
             high_priority |= u.usable_bytes >= disk.min_usable_for_high_priority;
             usable += u.usable_bytes;
@@ -298,6 +340,10 @@ impl BookieState {
             usable_bytes: usable,
         }
         .usage();
+        let all =
+            |k: DirKind| counts[k as usize].0 > 0 && counts[k as usize].1 == counts[k as usize].0;
+        let any_full =
+            all(DirKind::Ledger) || all(DirKind::Index) || counts[DirKind::Journal as usize].1 > 0;
         if any_warn && !*warned {
             log::warn!(
                 "disk usage above diskUsageWarnThreshold ({}): {}",
@@ -319,7 +365,8 @@ impl BookieState {
             self.high_priority.store(high_priority, Ordering::Relaxed);
             if !full_now {
                 let why = format!(
-                    "a directory reached diskUsageThreshold ({}): {}",
+                    "every ledger (or index) directory, or a journal directory, reached \
+                     diskUsageThreshold ({}): {}",
                     disk.usage_threshold,
                     self.describe_dirs()
                 );
@@ -385,7 +432,51 @@ mod tests {
     }
 
     fn state() -> BookieState {
-        BookieState::new(&disk(), &[Path::new("/a"), Path::new("/b")])
+        BookieState::new(
+            &disk(),
+            &[
+                (Path::new("/a"), DirKind::Ledger),
+                (Path::new("/b"), DirKind::Journal),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_full_ledger_directory_goes_read_only_alone() {
+        let s = BookieState::new(
+            &disk(),
+            &[
+                (Path::new("/l1"), DirKind::Ledger),
+                (Path::new("/l2"), DirKind::Ledger),
+                (Path::new("/j"), DirKind::Journal),
+            ],
+        );
+        let run = |l1: f64, l2: f64, j: f64| {
+            let mut warned = false;
+            s.check_disks(&disk(), &mut warned, &mut |p| {
+                let used = match p.to_str() {
+                    Some("/l1") => l1,
+                    Some("/l2") => l2,
+                    _ => j,
+                };
+                Ok(DiskUsage {
+                    total_bytes: 10_000,
+                    usable_bytes: ((1.0 - used) * 10_000.0) as u64,
+                })
+            });
+        };
+        run(0.96, 0.5, 0.5);
+        assert!(
+            !s.is_read_only(),
+            "the other ledger directory takes new entry logs"
+        );
+        assert!(!s.dirs[0].writable() && s.dirs[1].writable());
+        run(0.96, 0.97, 0.5);
+        assert!(s.is_read_only(), "every ledger directory full");
+        run(0.5, 0.5, 0.5);
+        assert!(!s.is_read_only());
+        run(0.5, 0.5, 0.96);
+        assert!(s.is_read_only(), "a journal directory full");
     }
 
     fn check(s: &BookieState, a: f64, b: f64) {
@@ -467,7 +558,7 @@ mod tests {
                 read_only_mode_enabled: false,
                 ..disk()
             },
-            &[Path::new("/a")],
+            &[(Path::new("/a"), DirKind::Ledger)],
         );
         assert!(disabled.set_manual(true).is_err());
         let mut warned = false;

@@ -52,21 +52,30 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     } else {
         None
     };
-    let _journal_lock = DirLock::acquire(&config.journal_dir)?;
-    let _ledger_lock = DirLock::acquire(&config.ledger_dir)?;
+    let mut _dir_locks = Vec::new();
+    for (dir, _) in crate::ledger_dirs::checked(&config) {
+        _dir_locks.push(DirLock::acquire(dir)?);
+    }
     let shards = config.shard_count();
+    crate::ledger_dirs::check(&config, shards)?;
     let mut config = config;
-    let usage = crate::readonly::disk_usage(&config.journal_dir)
-        .map_err(|e| format!("cannot stat {}: {e}", config.journal_dir.display()))?;
-    let existing = crate::journal_space::existing_journal_bytes(&config.journal_dir);
-    if let Some(line) = crate::journal_space::fit(
-        &mut config.journal,
-        usage,
-        existing,
-        config.disk.usage_threshold,
-        shards,
-    )? {
-        log::warn!("{line}");
+    // Each journal directory's room, for the shards that journal there.
+    for (k, dir) in config.journal_dirs.clone().iter().enumerate() {
+        let usage = crate::readonly::disk_usage(dir)
+            .map_err(|e| format!("cannot stat {}: {e}", dir.display()))?;
+        let existing = crate::journal_space::existing_journal_bytes(dir);
+        let on_dir = (0..shards)
+            .filter(|s| s % config.journal_dirs.len() == k)
+            .count();
+        if let Some(line) = crate::journal_space::fit(
+            &mut config.journal,
+            usage,
+            existing,
+            config.disk.usage_threshold,
+            on_dir,
+        )? {
+            log::warn!("{}: {line}", dir.display());
+        }
     }
     let addr: SocketAddr = format!("{}:{}", config.bind_address, config.port)
         .parse()
@@ -108,10 +117,9 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     }
     let peers = Arc::new(handles);
     let config = Arc::new(config);
-    // The ledger directory first: the metrics name it as Java's `bookie_ledger_*`.
     let state = Arc::new(BookieState::new(
         &config.disk,
-        &[&config.ledger_dir, &config.journal_dir],
+        &crate::ledger_dirs::checked(&config),
     ));
     let metrics = Arc::new(Metrics::new(shards));
     let reclaim =
@@ -235,8 +243,8 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         state.set_running(true);
         log::info!(
             "bookie serving on {addr} with {shards} shards (journal {}, ledgers {}){}",
-            config.journal_dir.display(),
-            config.ledger_dir.display(),
+            list(&config.journal_dirs),
+            list(&config.ledger_dirs),
             if state.is_read_only() {
                 ", read-only"
             } else {
@@ -635,4 +643,12 @@ async fn drive_journal(shard: Rc<RefCell<Shard>>, eventfd: Option<std::os::fd::R
         }
         shard.borrow_mut().drive();
     }
+}
+
+/// Directories for a log line: `/a, /b`.
+fn list(dirs: &[std::path::PathBuf]) -> String {
+    dirs.iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, RawFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -175,7 +175,8 @@ pub struct Shard {
     watchers: HashMap<i64, Vec<Watcher>>,
     next_watch: u64,
     conns: HashMap<u64, Weak<Conn>>,
-    ledger_dir: std::path::PathBuf,
+    /// Every ledger directory (GET_BOOKIE_INFO's space).
+    ledger_dirs: Vec<PathBuf>,
     /// This shard's journal or ledger storage failed: it takes no more writes (and the
     /// bookie-wide state is read-only for good, see `readonly.rs`).
     read_only: bool,
@@ -215,10 +216,12 @@ impl Shard {
         state: Arc<BookieState>,
         (metrics, reclaim, disk): (Arc<Metrics>, Reclaimer, Arc<DiskShare>),
     ) -> Result<(Shard, mpsc::UnboundedReceiver<StoreEvent>), String> {
-        let journal_dir = config.journal_dir.join(format!("shard-{id}"));
-        let ledger_dir = config.ledger_dir.join(format!("shard-{id}"));
-        std::fs::create_dir_all(&ledger_dir)
-            .map_err(|e| format!("cannot create {}: {e}", ledger_dir.display()))?;
+        let dirs = crate::ledger_dirs::for_shard(config, id, config.shard_count(), &state)?;
+        let journal_dir = dirs.journal;
+        for member in &dirs.ledgers.members {
+            std::fs::create_dir_all(member)
+                .map_err(|e| format!("cannot create {}: {e}", member.display()))?;
+        }
         let storage = storage::open_dir_with(
             &journal_dir,
             1024,
@@ -235,7 +238,7 @@ impl Shard {
         let started = Instant::now();
         let (store, recovered, flush_done) = ledger_storage::start(
             id,
-            ledger_dir.clone(),
+            dirs.ledgers.clone(),
             config,
             peers.clone(),
             (metrics.clone(), reclaim, disk),
@@ -299,7 +302,7 @@ impl Shard {
             watchers: HashMap::new(),
             next_watch: 0,
             conns: HashMap::new(),
-            ledger_dir,
+            ledger_dirs: config.ledger_dirs.clone(),
             read_only: false,
             state,
             metrics,
@@ -396,7 +399,7 @@ impl Shard {
                 return self.respond(local(conn), reply);
             }
             Request::GetBookieInfo { requested } => {
-                let reply = bookie_info(&self.ledger_dir, requested.unwrap_or(0));
+                let reply = bookie_info(&self.ledger_dirs, requested.unwrap_or(0));
                 return self.respond(local(conn), reply);
             }
             Request::AddEntry { ledger_id, .. }
@@ -1206,22 +1209,19 @@ thread_local! {
 }
 
 /// GET_BOOKIE_INFO: capacity and free space of the ledger directory's file system.
-fn bookie_info(dir: &Path, requested: i64) -> Response {
+fn bookie_info(dirs: &[PathBuf], requested: i64) -> Response {
     const TOTAL_DISK_CAPACITY: i64 = 0x01;
     const FREE_DISK_SPACE: i64 = 0x02;
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap_or_default();
-    // SAFETY: `path` is NUL-terminated and `stat` is a valid out-parameter.
-    let rc = unsafe { libc::statvfs(path.as_ptr(), &mut stat) };
-    if rc != 0 {
+    // Over every ledger directory, each file system once (Java's `getTotalFreeSpace`).
+    let Ok(space) = crate::readonly::ledger_space(dirs) else {
         return Response::GetBookieInfo {
             status: StatusCode::EIO,
             total_disk_capacity: None,
             free_disk_space: None,
         };
-    }
-    let total = (stat.f_blocks as i64).saturating_mul(stat.f_frsize as i64);
-    let free = (stat.f_bavail as i64).saturating_mul(stat.f_frsize as i64);
+    };
+    let total = i64::try_from(space.total_bytes).unwrap_or(i64::MAX);
+    let free = i64::try_from(space.usable_bytes).unwrap_or(i64::MAX);
     Response::GetBookieInfo {
         status: StatusCode::EOK,
         total_disk_capacity: (requested & TOTAL_DISK_CAPACITY != 0).then_some(total),

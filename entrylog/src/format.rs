@@ -69,6 +69,22 @@ pub fn file_name(kind: FileKind, id: u64) -> String {
     format!("{id:016x}.{}", kind.ext())
 }
 
+/// Where a store's file may go when its directory spans several (`storage::dirset`): the
+/// manifest stays home (renamed over), index runs and metadata snapshots are index files,
+/// entry-log segments (and anything else) are data.
+pub fn placement_class(name: &str) -> storage::dirset::FileClass {
+    use storage::dirset::FileClass;
+    if name == MANIFEST_NAME || name == MANIFEST_TMP_NAME {
+        return FileClass::Pinned;
+    }
+    match parse_file_name(name) {
+        Some((FileKind::Run | FileKind::Meta, _)) => FileClass::Index,
+        Some((FileKind::Segment, _)) => FileClass::Data,
+        // Unknown names are never created by the store; keep them home if they were.
+        None => FileClass::Pinned,
+    }
+}
+
 /// Parses a numbered file name; `None` for anything else.
 pub fn parse_file_name(name: &str) -> Option<(FileKind, u64)> {
     let (stem, ext) = name.split_once('.')?;

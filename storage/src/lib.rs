@@ -28,6 +28,7 @@
 //! - A file must not be closed while operations on it are in flight.
 
 pub mod buf;
+pub mod dirset;
 pub mod psync;
 pub mod sim;
 pub mod uring;
@@ -248,6 +249,27 @@ pub fn open_dir_with(
         }
     }
     Ok(RealStorage::Psync(psync::PsyncStorage::open_dir(dir)?))
+}
+
+/// As [`open_dir`], over a directory set ([`dirset`]): the ledger storage of one shard
+/// spread over several ledger (and index) directories.
+pub fn open_dir_set(
+    placement: std::sync::Arc<dirset::Placement>,
+    ring_entries: u32,
+    force_psync: bool,
+) -> Result<RealStorage, IoError> {
+    if !force_psync {
+        match uring::UringStorage::open_set(placement.clone(), ring_entries) {
+            Ok(s) => return Ok(RealStorage::Uring(s)),
+            Err(err) => log::warn!(
+                "io_uring is unavailable ({err}); FALLING BACK to pread/pwrite for {:?}",
+                placement.members
+            ),
+        }
+    }
+    Ok(RealStorage::Psync(psync::PsyncStorage::open_set(
+        placement,
+    )?))
 }
 
 impl RealStorage {

@@ -18,6 +18,9 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::io::RawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::dirset::Placement;
 
 /// The last OS error as an [`IoError`].
 pub(crate) fn last_error() -> IoError {
@@ -39,11 +42,29 @@ pub(crate) fn retry_eintr<T: PartialOrd + Default>(mut f: impl FnMut() -> T) -> 
 }
 
 /// A directory opened with O_DIRECTORY plus the table of open files (`FileId` = index).
-/// Owns every descriptor and closes them on drop.
+/// Owns every descriptor and closes them on drop. It may span other directories
+/// ([`crate::dirset`]): then names are looked up in every member and new files go where the
+/// placement says.
 pub(crate) struct Dir {
     path: PathBuf,
     fd: RawFd,
     files: Vec<Option<RawFd>>,
+    /// Members 1.. of a directory set (path, descriptor); empty for a plain directory.
+    spill: Vec<(PathBuf, RawFd)>,
+    placement: Option<Arc<Placement>>,
+}
+
+/// Opens a directory (creating it with its parents) with O_DIRECTORY.
+fn open_directory(path: &Path) -> Result<RawFd, IoError> {
+    std::fs::create_dir_all(path).map_err(|e| IoError::from_io(&e))?;
+    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| IoError::EINVAL)?;
+    // SAFETY: c_path is a valid NUL-terminated string.
+    retry_eintr(|| unsafe {
+        libc::open(
+            c_path.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    })
 }
 
 /// A plain file name inside the directory, as a C string: no `/`, no NUL, not `.` or `..`.
@@ -57,20 +78,70 @@ fn c_name(name: &str) -> Result<CString, IoError> {
 impl Dir {
     /// Creates `path` if missing (with parents) and opens it.
     pub(crate) fn open(path: &Path) -> Result<Dir, IoError> {
-        std::fs::create_dir_all(path).map_err(|e| IoError::from_io(&e))?;
-        let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| IoError::EINVAL)?;
-        // SAFETY: c_path is a valid NUL-terminated string.
-        let fd = retry_eintr(|| unsafe {
-            libc::open(
-                c_path.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        })?;
+        let fd = open_directory(path)?;
         Ok(Dir {
             path: path.to_path_buf(),
             fd,
             files: Vec::new(),
+            spill: Vec::new(),
+            placement: None,
         })
+    }
+
+    /// Opens every member of a directory set (creating them); the first is the home.
+    pub(crate) fn open_set(placement: Arc<Placement>) -> Result<Dir, IoError> {
+        let Some(home) = placement.members.first() else {
+            return Err(IoError::EINVAL);
+        };
+        let mut dir = Dir::open(home)?;
+        for member in &placement.members[1..] {
+            let fd = open_directory(member)?;
+            dir.spill.push((member.clone(), fd));
+        }
+        dir.placement = Some(placement);
+        Ok(dir)
+    }
+
+    /// The descriptor of member `m` (0: the home).
+    fn member_fd(&self, m: usize) -> RawFd {
+        if m == 0 {
+            self.fd
+        } else {
+            self.spill[m - 1].1
+        }
+    }
+
+    fn member_path(&self, m: usize) -> &Path {
+        if m == 0 {
+            &self.path
+        } else {
+            &self.spill[m - 1].0
+        }
+    }
+
+    /// The member holding `name`, if any.
+    fn find(&self, name: &CString) -> Result<Option<usize>, IoError> {
+        for m in 0..=self.spill.len() {
+            // SAFETY: an all-zero stat is a valid out-parameter for fstatat.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: valid directory fd, NUL-terminated name, valid out pointer.
+            let r = unsafe {
+                libc::fstatat(
+                    self.member_fd(m),
+                    name.as_ptr(),
+                    &mut st,
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
+            };
+            if r == 0 {
+                return Ok(Some(m));
+            }
+            let err = last_error();
+            if err.errno != libc::ENOENT {
+                return Err(err);
+            }
+        }
+        Ok(None)
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -93,7 +164,31 @@ impl Dir {
 
     pub(crate) fn list(&mut self) -> Result<Vec<String>, IoError> {
         let mut names = Vec::new();
-        for entry in std::fs::read_dir(&self.path).map_err(|e| IoError::from_io(&e))? {
+        let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for m in 0..=self.spill.len() {
+            for name in self.list_member(m)? {
+                if let Some(&other) = seen.get(&name) {
+                    // Names are never reused: one file in two members is not ours to pick from.
+                    log::error!(
+                        "{name} is in both {} and {}: remove the copy that is not the bookie's",
+                        self.member_path(other).display(),
+                        self.member_path(m).display()
+                    );
+                    return Err(IoError {
+                        errno: libc::EEXIST,
+                    });
+                }
+                seen.insert(name.clone(), m);
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    fn list_member(&self, m: usize) -> Result<Vec<String>, IoError> {
+        let path = self.member_path(m);
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(path).map_err(|e| IoError::from_io(&e))? {
             let entry = entry.map_err(|e| IoError::from_io(&e))?;
             let is_file = entry
                 .file_type()
@@ -108,7 +203,7 @@ impl Dir {
                 Err(name) => log::warn!(
                     "ignoring non-UTF-8 file name {:?} in {}",
                     name,
-                    self.path.display()
+                    path.display()
                 ),
             }
         }
@@ -119,13 +214,26 @@ impl Dir {
     pub(crate) fn open_file(&mut self, name: &str, create: bool) -> Result<FileId, IoError> {
         let c = c_name(name)?;
         let mut flags = libc::O_RDWR | libc::O_DIRECT | libc::O_CLOEXEC;
-        if create {
+        let mut at = self.fd;
+        if let Some(placement) = &self.placement {
+            match self.find(&c)? {
+                Some(m) => at = self.member_fd(m),
+                None if create => {
+                    at = self.member_fd(placement.member_for(name));
+                    flags |= libc::O_CREAT;
+                }
+                None => {
+                    return Err(IoError {
+                        errno: libc::ENOENT,
+                    })
+                }
+            }
+        } else if create {
             flags |= libc::O_CREAT;
         }
         // SAFETY: valid directory fd and NUL-terminated name.
-        let fd = retry_eintr(|| unsafe {
-            libc::openat(self.fd, c.as_ptr(), flags, 0o644 as libc::c_uint)
-        })?;
+        let fd =
+            retry_eintr(|| unsafe { libc::openat(at, c.as_ptr(), flags, 0o644 as libc::c_uint) })?;
         let slot = match self.files.iter().position(Option::is_none) {
             Some(i) => i,
             None => {
@@ -181,21 +289,54 @@ impl Dir {
 
     pub(crate) fn rename(&mut self, from: &str, to: &str) -> Result<(), IoError> {
         let (f, t) = (c_name(from)?, c_name(to)?);
+        // Within the member holding `from` (a rename cannot cross file systems).
+        let at = match self.placement {
+            Some(_) => match self.find(&f)? {
+                Some(m) => self.member_fd(m),
+                None => {
+                    return Err(IoError {
+                        errno: libc::ENOENT,
+                    })
+                }
+            },
+            None => self.fd,
+        };
         // SAFETY: valid directory fd and NUL-terminated names.
-        retry_eintr(|| unsafe { libc::renameat(self.fd, f.as_ptr(), self.fd, t.as_ptr()) })?;
+        retry_eintr(|| unsafe { libc::renameat(at, f.as_ptr(), at, t.as_ptr()) })?;
         Ok(())
     }
 
     pub(crate) fn remove(&mut self, name: &str) -> Result<(), IoError> {
         let c = c_name(name)?;
+        let at = match self.placement {
+            Some(_) => match self.find(&c)? {
+                Some(m) => self.member_fd(m),
+                None => {
+                    return Err(IoError {
+                        errno: libc::ENOENT,
+                    })
+                }
+            },
+            None => self.fd,
+        };
         // SAFETY: valid directory fd and NUL-terminated name.
-        retry_eintr(|| unsafe { libc::unlinkat(self.fd, c.as_ptr(), 0) })?;
+        retry_eintr(|| unsafe { libc::unlinkat(at, c.as_ptr(), 0) })?;
         Ok(())
     }
 
     pub(crate) fn sync_dir(&mut self) -> Result<(), IoError> {
+        self.sync_spill()?;
         // SAFETY: plain syscall on our directory fd.
         retry_eintr(|| unsafe { libc::fsync(self.fd) })?;
+        Ok(())
+    }
+
+    /// Syncs the members other than the home (a directory set's namespace changes).
+    pub(crate) fn sync_spill(&mut self) -> Result<(), IoError> {
+        for &(_, fd) in &self.spill {
+            // SAFETY: plain syscall on a member's directory fd.
+            retry_eintr(|| unsafe { libc::fsync(fd) })?;
+        }
         Ok(())
     }
 }
@@ -204,6 +345,10 @@ impl Drop for Dir {
     fn drop(&mut self) {
         for fd in self.files.drain(..).flatten() {
             // SAFETY: we own every fd in the table.
+            unsafe { libc::close(fd) };
+        }
+        for (_, fd) in self.spill.drain(..) {
+            // SAFETY: we own every member's directory fd.
             unsafe { libc::close(fd) };
         }
         // SAFETY: we own the directory fd.
@@ -222,6 +367,14 @@ impl PsyncStorage {
     pub fn open_dir(dir: &Path) -> Result<PsyncStorage, IoError> {
         Ok(PsyncStorage {
             dir: Dir::open(dir)?,
+            done: VecDeque::with_capacity(64),
+        })
+    }
+
+    /// Opens a directory set ([`crate::dirset`]).
+    pub fn open_set(placement: Arc<Placement>) -> Result<PsyncStorage, IoError> {
+        Ok(PsyncStorage {
+            dir: Dir::open_set(placement)?,
             done: VecDeque::with_capacity(64),
         })
     }

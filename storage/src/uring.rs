@@ -109,6 +109,29 @@ impl UringStorage {
         ring_entries: u32,
         wake: UringWake,
     ) -> Result<UringStorage, IoError> {
+        Self::with_dir(dir, || Dir::open(dir), ring_entries, wake)
+    }
+
+    /// As [`UringStorage::open_dir`], over a directory set ([`crate::dirset`]).
+    pub fn open_set(
+        placement: std::sync::Arc<crate::dirset::Placement>,
+        ring_entries: u32,
+    ) -> Result<UringStorage, IoError> {
+        let home = placement.members.first().cloned().unwrap_or_default();
+        Self::with_dir(
+            &home,
+            || Dir::open_set(placement),
+            ring_entries,
+            UringWake::Enter,
+        )
+    }
+
+    fn with_dir(
+        dir: &Path,
+        open: impl FnOnce() -> Result<Dir, IoError>,
+        ring_entries: u32,
+        wake: UringWake,
+    ) -> Result<UringStorage, IoError> {
         let entries = ring_entries.clamp(1, 32768);
         let built = match wake {
             // DEFER_TASKRUN + SINGLE_ISSUER: completions are posted only when this thread
@@ -160,7 +183,7 @@ impl UringStorage {
                 return Err(unsupported(name));
             }
         }
-        let dir = Dir::open(dir)?;
+        let dir = open()?;
         // One slot per CQ entry: in-flight operations can never overflow the CQ.
         let n = (ring.params().cq_entries() as usize).min(ring_entries.max(1) as usize * 2);
         let slots = (0..n)
@@ -243,6 +266,9 @@ impl UringStorage {
                 Ok((sqe, None, false))
             }
             Op::SyncDir => {
+                // The other members of a directory set, if any, synchronously (rare: a
+                // store's commit), then the home through the ring.
+                self.dir.sync_spill().map_err(|e| (e, None))?;
                 let sqe = opcode::Fsync::new(types::Fd(self.dir.dir_fd())).build();
                 Ok((sqe, None, false))
             }
