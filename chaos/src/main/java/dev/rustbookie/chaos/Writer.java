@@ -85,7 +85,9 @@ final class Writer implements Runnable {
                 Path tmp = o.dir.resolve("cur-" + spec.name + ".tmp");
                 Files.writeString(tmp, Long.toString(lh.getId()));
                 Files.move(tmp, cur, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-                write(lh);
+                if (write(lh)) {
+                    Thread.sleep(500); // a broken ledger: let the cluster settle before the next one
+                }
             }
             bk.close();
         } catch (Exception e) {
@@ -94,7 +96,8 @@ final class Writer implements Runnable {
         }
     }
 
-    private void write(LedgerHandle lh) throws Exception {
+    /** Writes one ledger until it breaks, fills or the deadline; true when an add failed. */
+    private boolean write(LedgerHandle lh) throws Exception {
         long ledger = lh.getId();
         AtomicBoolean broken = new AtomicBoolean();
         Semaphore window = new Semaphore(o.window);
@@ -146,5 +149,6 @@ final class Writer implements Runnable {
         } catch (Exception e) {
             h.log("close", ledger, lh.getLastAddConfirmed(), "", "failed: " + e);
         }
+        return broken.get();
     }
 }
