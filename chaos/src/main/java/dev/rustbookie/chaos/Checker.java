@@ -50,6 +50,8 @@ final class Checker {
 
     private final Main.Opts o;
     private final List<String> violations = new ArrayList<>();
+    /** Raw reads that found no copy, per bookie and answer code (e.g. "10.77.14.2:2000 rc -1"). */
+    private final Map<String, Integer> absentBy = new TreeMap<>();
 
     private static final class Ledger {
         final long id;
@@ -223,6 +225,7 @@ final class Checker {
         String figures = String.format("ledgers %d, acked adds %d, entries read back %d, raw copies %d identical"
                 + " (%d absent)", ledgers.values().stream().filter(l -> !l.params.isEmpty()).count(), acked, readBack,
                 rawCopies, missingCopies);
+        absentBy.forEach((k, n) -> System.out.println("  absent copies: " + n + " on " + k));
         if (violations.isEmpty()) {
             System.out.println("check: PASS " + figures);
             return 0;
@@ -249,6 +252,7 @@ final class Checker {
             identical.putIfAbsent(entry, 0);
             if (r.rc() != 0 || r.data() == null) {
                 absent++;
+                absentBy.merge(b + " rc " + r.rc(), 1, Integer::sum);
                 continue;
             }
             byte[] payload = Arrays.copyOfRange(r.data(), Math.min(STORED_HEADER, r.data().length), r.data().length);
