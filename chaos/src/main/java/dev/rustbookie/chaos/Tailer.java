@@ -18,13 +18,11 @@ import org.apache.bookkeeper.client.LedgerHandle;
  * holds the recovered ledger to it.
  */
 final class Tailer implements Runnable {
-    private final String name;
     private final String target;
     private final Main.Opts o;
     private final History h;
 
     Tailer(String name, String target, Main.Opts o) throws Exception {
-        this.name = name;
         this.target = target;
         this.o = o;
         this.h = new History(o.dir.resolve("hist-" + name + ".tsv"), name);
@@ -100,9 +98,5 @@ final class Tailer implements Runnable {
             h.log("crash", -1, -1, "", e.toString());
             e.printStackTrace();
         }
-    }
-
-    String name() {
-        return name;
     }
 }
