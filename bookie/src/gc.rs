@@ -534,7 +534,10 @@ mod tests {
         let links = GcLinks {
             metadata: None,
             shards: Arc::new(Vec::new()),
-            state: Arc::new(BookieState::new(&disk, &[(Path::new("/d"), crate::readonly::DirKind::Ledger)])),
+            state: Arc::new(BookieState::new(
+                &disk,
+                &[(Path::new("/d"), crate::readonly::DirKind::Ledger)],
+            )),
             metrics: Arc::new(Metrics::new(1)),
         };
         let set_usage = |used: f64| {
