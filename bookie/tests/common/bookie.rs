@@ -198,6 +198,24 @@ impl BookieProcess {
             assert!(Instant::now() < deadline, "bookie did not start listening");
             std::thread::sleep(Duration::from_millis(20));
         }
+        // Something listens on the port: it must be this bookie, not another process that
+        // took the port first (this one then fails to bind and exits).
+        let pid = self.child.as_ref().expect("the bookie was started").id();
+        while !listens(pid, self.port()) {
+            if let Some(status) = self.exited() {
+                panic!(
+                    "bookie exited with {status} (port {} taken by another process?):\n{}",
+                    self.port(),
+                    self.log_text()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "port {} accepts connections, but not this bookie's (pid {pid})",
+                self.port()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Kills a stopped or crashed bookie's leftovers and launches it again, as before, waiting
@@ -274,6 +292,37 @@ impl Drop for BookieProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Whether process `pid` holds a listening TCP socket on `port` (any address): the inode of
+/// each listening socket on the port (`/proc/net/tcp`, `tcp6`) among its open files.
+pub fn listens(pid: u32, port: u16) -> bool {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local_address is ADDR:PORT in hex, st 0A is LISTEN, the inode is field 9.
+            let local_port = f
+                .get(1)
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            if local_port == Some(port) && f.get(3) == Some(&"0A") {
+                if let Some(inode) = f.get(9) {
+                    inodes.push(format!("socket:[{inode}]"));
+                }
+            }
+        }
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .is_ok_and(|target| inodes.iter().any(|i| target.as_os_str() == i.as_str()))
+    })
 }
 
 /// Whether something on loopback `port` accepts a connection now.

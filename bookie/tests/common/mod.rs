@@ -11,12 +11,23 @@ use std::time::Duration;
 use bytes::Bytes;
 use net::Request;
 
-/// A loopback port nobody listens on right now.
+/// A loopback port nobody listens on right now, and never handed out before in this test
+/// process: the tests of one binary run in parallel threads, and two of them must not be given
+/// the same port between its release here and a bookie's bind (a client would then talk to
+/// another test's bookie; with TLS, to one whose CA has the same name: `BadSignature`).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A temporary directory on the real disk (the target dir), removed on drop.
