@@ -157,10 +157,7 @@ pub fn clear() {
 /// directory; for a directory sync, each member), or `None`. Always `None` without the
 /// feature.
 #[inline(always)]
-pub(crate) fn injected<'a>(
-    op: FaultOp,
-    paths: impl Iterator<Item = &'a Path>,
-) -> Option<IoError> {
+pub(crate) fn injected<'a>(op: FaultOp, paths: impl Iterator<Item = &'a Path>) -> Option<IoError> {
     #[cfg(feature = "fault-injection")]
     {
         armed::injected(op, paths)

@@ -57,14 +57,7 @@ fn write(s: &mut dyn Storage, file: u32, offset: u64, byte: u8) -> Completion {
     let mut buf = AlignedBuf::new(ALIGN);
     buf.as_mut_capacity().fill(byte);
     buf.set_len(ALIGN);
-    run(
-        s,
-        Op::Write {
-            file,
-            offset,
-            buf,
-        },
-    )
+    run(s, Op::Write { file, offset, buf })
 }
 
 fn read_byte(s: &mut dyn Storage, file: u32, offset: u64) -> u8 {
@@ -93,7 +86,10 @@ fn exercise(faulty: &mut dyn Storage, healthy: &mut dyn Storage, dir: &Path) {
     // fsync fails, writes go on; the healthy directory syncs.
     fault::set(vec![rule(dir, false, true)]);
     assert_eq!(write(faulty, f, ALIGN as u64, 2).result, Ok(ALIGN));
-    assert_eq!(run(faulty, Op::SyncData { file: f }).result, Err(IoError::EIO));
+    assert_eq!(
+        run(faulty, Op::SyncData { file: f }).result,
+        Err(IoError::EIO)
+    );
     assert_eq!(run(faulty, Op::SyncDir).result, Err(IoError::EIO));
     assert_eq!(faulty.sync_dir(), Err(IoError::EIO));
     assert_eq!(run(healthy, Op::SyncData { file: h }).result, Ok(0));
