@@ -182,6 +182,9 @@ fn main() -> ExitCode {
         if let Some(line) = conf::ignored_line(&sources.ignored) {
             log::warn!("{line}");
         }
+        // Debug builds of the fault campaign only (storage::fault); refused otherwise.
+        storage::fault::start_from_env()
+            .map_err(|e| cluster::Failure::from(format!("fault injection: {e}")))?;
         server::run(config)
     };
     let result = match cli.command {

@@ -15,6 +15,9 @@
 //! - [`sim::SimStorage`]: a deterministic simulated disk that keeps what was written apart from
 //!   what was synced and tears, drops and fails I/O from one seed.
 //!
+//! The real drivers fail writes or syncs under a chosen directory on demand when built with the
+//! debug-only `fault-injection` feature ([`fault`]), for the cluster fault campaign.
+//!
 //! # Contract (every driver honours it; the simulator checks it)
 //! - Offsets, lengths and buffers of reads and writes are multiples of [`ALIGN`].
 //! - A `Write` writes `buf.len()` bytes at `offset`; it may complete short (`Ok(n)` with
@@ -29,6 +32,7 @@
 
 pub mod buf;
 pub mod dirset;
+pub mod fault;
 pub mod psync;
 pub mod sim;
 pub mod uring;
@@ -123,6 +127,16 @@ pub enum Op {
     /// before it durable, without blocking the submitter (a directory fsync can take
     /// milliseconds while the file system commits its journal).
     SyncDir,
+}
+
+impl Op {
+    /// The buffer of a read or write, handed back when the operation is not performed.
+    pub fn into_buf(self) -> Option<AlignedBuf> {
+        match self {
+            Op::Write { buf, .. } | Op::Read { buf, .. } => Some(buf),
+            Op::SyncData { .. } | Op::SyncDir => None,
+        }
+    }
 }
 
 /// The outcome of one [`Op`], identified by the `token` the caller gave to `submit`.

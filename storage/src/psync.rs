@@ -52,6 +52,9 @@ pub(crate) struct Dir {
     /// Members 1.. of a directory set (path, descriptor); empty for a plain directory.
     spill: Vec<(PathBuf, RawFd)>,
     placement: Option<Arc<Placement>>,
+    /// The member each open file lives in (by `FileId`), for [`crate::fault`]'s rules.
+    #[cfg(feature = "fault-injection")]
+    file_member: Vec<usize>,
 }
 
 /// Opens a directory (creating it with its parents) with O_DIRECTORY.
@@ -85,6 +88,8 @@ impl Dir {
             files: Vec::new(),
             spill: Vec::new(),
             placement: None,
+            #[cfg(feature = "fault-injection")]
+            file_member: Vec::new(),
         })
     }
 
@@ -215,11 +220,13 @@ impl Dir {
         let c = c_name(name)?;
         let mut flags = libc::O_RDWR | libc::O_DIRECT | libc::O_CLOEXEC;
         let mut at = self.fd;
+        let mut _member = 0;
         if let Some(placement) = &self.placement {
             match self.find(&c)? {
-                Some(m) => at = self.member_fd(m),
+                Some(m) => (at, _member) = (self.member_fd(m), m),
                 None if create => {
-                    at = self.member_fd(placement.member_for(name));
+                    _member = placement.member_for(name);
+                    at = self.member_fd(_member);
                     flags |= libc::O_CREAT;
                 }
                 None => {
@@ -249,7 +256,37 @@ impl Dir {
             });
         };
         self.files[slot] = Some(fd);
+        #[cfg(feature = "fault-injection")]
+        {
+            if self.file_member.len() <= slot {
+                self.file_member.resize(slot + 1, 0);
+            }
+            self.file_member[slot] = _member;
+        }
         Ok(id)
+    }
+
+    /// The error [`crate::fault`] injects into `op`, if any: writes and syncs of a file by the
+    /// directory holding it, a directory sync by every member. Never with the feature off.
+    #[inline(always)]
+    pub(crate) fn injected(&self, op: &Op) -> Option<IoError> {
+        use crate::fault::{injected, FaultOp};
+        #[cfg(feature = "fault-injection")]
+        let of_file = |file: FileId| {
+            let m = self.file_member.get(file as usize).copied().unwrap_or(0);
+            std::iter::once(self.member_path(m.min(self.spill.len())))
+        };
+        #[cfg(not(feature = "fault-injection"))]
+        let of_file = |_: FileId| std::iter::once(self.path.as_path());
+        match *op {
+            Op::Write { file, .. } => injected(FaultOp::Write, of_file(file)),
+            Op::SyncData { file } => injected(FaultOp::Sync, of_file(file)),
+            Op::SyncDir => injected(
+                FaultOp::Sync,
+                (0..=self.spill.len()).map(|m| self.member_path(m)),
+            ),
+            Op::Read { .. } => None,
+        }
     }
 
     pub(crate) fn close(&mut self, file: FileId) {
@@ -325,6 +362,9 @@ impl Dir {
     }
 
     pub(crate) fn sync_dir(&mut self) -> Result<(), IoError> {
+        if let Some(err) = self.injected(&Op::SyncDir) {
+            return Err(err);
+        }
         self.sync_spill()?;
         // SAFETY: plain syscall on our directory fd.
         retry_eintr(|| unsafe { libc::fsync(self.fd) })?;
@@ -385,6 +425,13 @@ impl PsyncStorage {
     }
 
     fn perform(&mut self, op: Op) -> Result<Completion, (IoError, Option<AlignedBuf>)> {
+        if let Some(err) = self.dir.injected(&op) {
+            return Ok(Completion {
+                token: 0,
+                result: Err(err),
+                buf: op.into_buf(),
+            });
+        }
         match op {
             Op::Write { file, offset, buf } => {
                 let fd = match self.dir.fd(file) {

@@ -45,6 +45,9 @@ struct Slot {
     buf: Option<AlignedBuf>,
     is_read: bool,
     busy: bool,
+    /// The error [`crate::fault`] injected: the slot's SQE is a no-op that completes with it.
+    #[cfg(feature = "fault-injection")]
+    fail: Option<IoError>,
 }
 
 /// The io_uring driver. See the module docs.
@@ -192,6 +195,8 @@ impl UringStorage {
                 buf: None,
                 is_read: false,
                 busy: false,
+                #[cfg(feature = "fault-injection")]
+                fail: None,
             })
             .collect();
         let free = (0..n as u32).rev().collect();
@@ -311,6 +316,11 @@ impl UringStorage {
             } else {
                 Ok(res as usize)
             };
+            #[cfg(feature = "fault-injection")]
+            let result = match slot.fail.take() {
+                Some(err) => Err(err),
+                None => result,
+            };
             let mut buf = slot.buf.take();
             if let (true, Ok(n), Some(b)) = (slot.is_read, result, buf.as_mut()) {
                 let n = n.min(b.len());
@@ -404,7 +414,13 @@ impl Storage for UringStorage {
     }
 
     fn submit(&mut self, token: u64, op: Op) -> Result<(), (IoError, Option<AlignedBuf>)> {
-        let (sqe, buf, is_read) = self.build(op)?;
+        let injected = self.dir.injected(&op);
+        let (sqe, buf, is_read) = match injected {
+            None => self.build(op)?,
+            // Not performed: a no-op through the ring, so the error arrives as a completion,
+            // in order with the others, like a device's EIO.
+            Some(_) => (opcode::Nop::new().build(), op.into_buf(), false),
+        };
         let Some(idx) = self.free.pop() else {
             return Err((IoError::EAGAIN, buf));
         };
@@ -426,6 +442,10 @@ impl Storage for UringStorage {
         slot.buf = buf;
         slot.is_read = is_read;
         slot.busy = true;
+        #[cfg(feature = "fault-injection")]
+        {
+            slot.fail = injected;
+        }
         Ok(())
     }
 
