@@ -612,6 +612,10 @@ class P04PulsarFaultsTest {
             conf.put("managedLedgerMaxEntriesPerLedger", "100");
             conf.put("managedLedgerMinLedgerRolloverTimeMinutes", "0");
             conf.put("retentionCheckIntervalInSeconds", "2");
+            // the consumer's last cumulative ack may come within a second of the one before:
+            // the mark-delete rate limit (1/s) then leaves it to the cursors' periodic flush
+            // (60 s by default), which holds back the trim of the last ledgers
+            conf.put("managedLedgerCursorPositionFlushSeconds", "2");
             PulsarBroker b = broker(c, conf);
             String name = "p04-retention";
             String topic = "persistent://public/default/" + name;
