@@ -566,12 +566,28 @@ class P04PulsarFaultsTest {
     // 3. Retention: Pulsar deletes consumed ledgers, the bookies' GC reclaims their space
 
     /** Bytes of entry-log files: ours ledgers/shard-N/XXXXXXXXXXXXXXXX.log, Java's ledgers/current/X.log. */
-    static long entryLogBytes(Bookie b) throws IOException {
+    static long entryLogBytes(Bookie b) throws Exception {
         return entryLogs(b).values().stream().mapToLong(Long::longValue).sum();
     }
 
-    /** The entry-log files of a bookie (path under its ledger dir -> size). */
-    static Map<String, Long> entryLogs(Bookie b) throws IOException {
+    /**
+     * The entry-log files of a bookie (path under its ledger dir -> size). The bookie's GC may
+     * delete or rename files while they are listed: the listing is then taken again.
+     */
+    static Map<String, Long> entryLogs(Bookie b) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return listEntryLogs(b);
+            } catch (java.io.UncheckedIOException | java.nio.file.NoSuchFileException e) {
+                if (attempt == 20) {
+                    throw e;
+                }
+                Thread.sleep(100);
+            }
+        }
+    }
+
+    static Map<String, Long> listEntryLogs(Bookie b) throws IOException {
         Pattern name = Pattern.compile("[0-9a-f]+\\.log");
         Map<String, Long> out = new TreeMap<>();
         try (Stream<Path> s = Files.walk(b.dir.resolve("ledgers"))) {
