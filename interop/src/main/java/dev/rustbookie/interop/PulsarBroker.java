@@ -252,7 +252,12 @@ public final class PulsarBroker implements AutoCloseable {
 
     /** Starts the client driver (PulsarDriver ARGS...) in its own JVM; output in logs/NAME.log. */
     public Process driver(String what, List<String> args) throws Exception {
-        List<String> cmd = java("256m", "INFO");
+        return driver(what, args, "256m");
+    }
+
+    /** The driver with a heap of HEAP (large messages: chunking). */
+    public Process driver(String what, List<String> args, String heap) throws Exception {
+        List<String> cmd = java(heap, "INFO");
         cmd.add("dev.rustbookie.interop.pulsar.PulsarDriver");
         cmd.addAll(args);
         String n = "pulsar-" + what + "-" + (++driverCount);

@@ -16,6 +16,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pulsar.client.api.BatcherBuilder;
+import org.apache.pulsar.client.api.CompressionType;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageId;
@@ -26,7 +28,7 @@ import org.apache.pulsar.client.api.SubscriptionType;
 
 /**
  * The Pulsar client side of tier "pulsar", in its own JVM (the Pulsar 4.0.8 client next to the
- * broker's classpath; see ../pom.xml for why not in the test JVM). Two modes:
+ * broker's classpath; see ../pom.xml for why not in the test JVM). Modes:
  *
  * <pre>
  * produce SERVICE_URL TOPIC OUT_FILE COUNT SEED MAX_SIZE
@@ -50,6 +52,23 @@ import org.apache.pulsar.client.api.SubscriptionType;
  *   One Exclusive consumer on SUBSCRIPTION (default receiver queue), cumulative acks every 1000;
  *   checks every message (in order, size, the sequence number at both ends, a byte in the middle)
  *   and prints "consumed COUNT first_to_last_ns NS bad BAD" (clock: first receive to last).
+ * produce-mix SERVICE_URL OUT_FILE SEED COUNT KEYS TOPICS CHUNK_TOPIC CHUNKED
+ *   On each topic of TOPICS (comma-separated) two LZ4-compressing producers, "lz4-batch"
+ *   (batching, key-based batches: up to 100 messages / 64 KiB / 5 ms) and "lz4-single" (no
+ *   batching), COUNT messages each, 16 B..16 KiB, keys k0..k(KEYS-1), explicit sequence ids.
+ *   On CHUNK_TOPIC ("-": none) one producer "chunked" (chunking on, batching off, LZ4, chunks of
+ *   at most 1.5 MiB) sends CHUNKED messages of 1 MiB + 1 B .. 7 MiB (every third above the
+ *   broker's 5 MiB maxMessageSize: possible only as chunks). Payload identity: payload(SEED, P, SEQ, SIZE) with P the
+ *   message property "p" (2 * topic index + producer, 100 for "chunked"). One line per ack:
+ *     ack TOPIC PRODUCER P SEQ KEY MESSAGE_ID SIZE SHA256
+ *   "fail ..." for a failed send; "done" at the end.
+ * consume-subs SERVICE_URL OUT_FILE SEED EXPECTED IDLE_SECONDS SPEC...
+ *   SPEC = TOPIC,SUBSCRIPTION,TYPE,CONSUMERS,QUEUE: CONSUMERS consumers of that subscription
+ *   (receiver queue QUEUE), all subscribed from the earliest message before "ready" is written
+ *   (so producers may start after it), acknowledging each message. Stops IDLE_SECONDS after the
+ *   last message once EXPECTED messages were received over all subscriptions (or after 120 s
+ *   without any). One line per message, in receive order per consumer:
+ *     msg TOPIC SUBSCRIPTION CONSUMER PRODUCER P SEQ KEY PARTITION MESSAGE_ID SIZE SHA256 OK|BAD
  * </pre>
  */
 public final class PulsarDriver {
@@ -109,6 +128,10 @@ public final class PulsarDriver {
             case "bench-produce" -> benchProduce(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
             case "bench-consume" -> benchConsume(args[1], args[2], args[3], Integer.parseInt(args[4]),
                     Integer.parseInt(args[5]));
+            case "produce-mix" -> produceMix(args[1], Paths.get(args[2]), Long.parseLong(args[3]),
+                    Integer.parseInt(args[4]), Integer.parseInt(args[5]), args[6], args[7], Integer.parseInt(args[8]));
+            case "consume-subs" -> consumeSubs(args[1], Paths.get(args[2]), Long.parseLong(args[3]),
+                    Long.parseLong(args[4]), Integer.parseInt(args[5]), Arrays.copyOfRange(args, 6, args.length));
             default -> throw new IllegalArgumentException(Arrays.toString(args));
         }
         System.exit(0);
@@ -358,6 +381,206 @@ public final class PulsarDriver {
             }
             System.out.println("consumed " + got + " first_to_last_ns " + (last - first) + " bad " + bad);
             c.close();
+        }
+    }
+
+    // ---- produce-mix / consume-subs (P04: subscription types, compression, chunking) ----
+
+    static final String[] MIX_PRODUCERS = {"lz4-batch", "lz4-single"};
+    static final int CHUNKED_P = 100;
+
+    static String mixProducerName(int p) {
+        return p == CHUNKED_P ? "chunked" : MIX_PRODUCERS[p % 2];
+    }
+
+    static String mixKey(long seed, int p, long seq, int keys) {
+        return "k" + Long.remainderUnsigned(mix(seed * 7 + p * 1_000_003L + seq + 17), keys);
+    }
+
+    /** Every third (from seq 0) above the broker's 5 MiB maxMessageSize, the others 1..5 MiB. */
+    static int chunkedSize(long seed, long seq) {
+        long h = mix(seed * 13 + seq);
+        return seq % 3 == 0 ? (5 << 20) + 1 + (int) Long.remainderUnsigned(h, 2 << 20)
+                : (1 << 20) + 1 + (int) Long.remainderUnsigned(h, 4 << 20);
+    }
+
+    static void produceMix(String url, Path out, long seed, int count, int keys, String topics, String chunkTopic,
+                           int chunked) throws Exception {
+        try (PulsarClient client = client(url); BufferedWriter w = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
+            record Target(String topic, int p, Producer<byte[]> producer, int count, boolean chunks) {}
+            List<Target> targets = new ArrayList<>();
+            String[] ts = topics.split(",");
+            for (int t = 0; t < ts.length; t++) {
+                for (int i = 0; i < MIX_PRODUCERS.length; i++) {
+                    boolean batch = i == 0;
+                    targets.add(new Target(ts[t], 2 * t + i, client.newProducer()
+                            .topic(ts[t])
+                            .producerName(MIX_PRODUCERS[i])
+                            .compressionType(CompressionType.LZ4)
+                            .enableBatching(batch)
+                            .batcherBuilder(BatcherBuilder.KEY_BASED)
+                            .batchingMaxMessages(100)
+                            .batchingMaxBytes(64 * 1024)
+                            .batchingMaxPublishDelay(5, TimeUnit.MILLISECONDS)
+                            .sendTimeout(0, TimeUnit.SECONDS)
+                            .maxPendingMessages(500)
+                            .blockIfQueueFull(true)
+                            .create(), count, false));
+                }
+            }
+            if (!chunkTopic.equals("-") && chunked > 0) {
+                targets.add(new Target(chunkTopic, CHUNKED_P, client.newProducer()
+                        .topic(chunkTopic)
+                        .producerName("chunked")
+                        .compressionType(CompressionType.LZ4)
+                        .enableBatching(false)
+                        .enableChunking(true)
+                        .chunkMaxMessageSize(3 << 19)
+                        .sendTimeout(0, TimeUnit.SECONDS)
+                        .maxPendingMessages(4)
+                        .blockIfQueueFull(true)
+                        .create(), chunked, true));
+            }
+            AtomicLong acked = new AtomicLong();
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            List<CompletableFuture<?>> all = new ArrayList<>();
+            long t0 = System.nanoTime();
+            int max = targets.stream().mapToInt(Target::count).max().orElse(0);
+            for (long seq = 0; seq < max; seq++) {
+                for (Target t : targets) {
+                    if (seq >= t.count) {
+                        continue;
+                    }
+                    final long s = seq;
+                    int sz = t.chunks ? chunkedSize(seed, seq) : size(seed, t.p, seq, 16384);
+                    byte[] data = payload(seed, t.p, seq, sz);
+                    String sha = sha256(data);
+                    String key = t.chunks ? "k" + (seq % 4) : mixKey(seed, t.p, seq, keys);
+                    String name = mixProducerName(t.p);
+                    all.add(t.producer.newMessage().sequenceId(seq).key(key)
+                            .property("p", Integer.toString(t.p)).property("seq", Long.toString(seq))
+                            .value(data).sendAsync()
+                            .whenComplete((mid, ex) -> {
+                                synchronized (w) {
+                                    try {
+                                        if (ex != null) {
+                                            failed.compareAndSet(null, ex);
+                                            w.write("fail " + t.topic + " " + name + " " + t.p + " " + s + " "
+                                                    + ex.toString().replace('\n', ' ') + "\n");
+                                        } else {
+                                            acked.incrementAndGet();
+                                            w.write("ack " + t.topic + " " + name + " " + t.p + " " + s + " " + key + " "
+                                                    + id(mid) + " " + sz + " " + sha + "\n");
+                                        }
+                                        w.flush();
+                                    } catch (IOException e) {
+                                        failed.compareAndSet(null, e);
+                                    }
+                                }
+                            }));
+                }
+            }
+            for (CompletableFuture<?> f : all) {
+                try {
+                    f.get(10, TimeUnit.MINUTES);
+                } catch (Exception e) {
+                    // recorded by whenComplete
+                }
+            }
+            for (Target t : targets) {
+                t.producer.close();
+            }
+            synchronized (w) {
+                w.write("done " + acked.get() + " acked in " + (System.nanoTime() - t0) / 1_000_000 + " ms\n");
+                w.flush();
+            }
+            if (failed.get() != null) {
+                failed.get().printStackTrace();
+                System.exit(2);
+            }
+        }
+    }
+
+    static void consumeSubs(String url, Path out, long seed, long expected, int idleSeconds, String[] specs)
+            throws Exception {
+        try (PulsarClient client = client(url); BufferedWriter w = Files.newBufferedWriter(out, StandardCharsets.UTF_8)) {
+            record Sub(String topic, String sub, String name, Consumer<byte[]> consumer) {}
+            List<Sub> subs = new ArrayList<>();
+            for (String spec : specs) {
+                String[] f = spec.split(",");
+                int n = Integer.parseInt(f[3]);
+                for (int i = 0; i < n; i++) {
+                    subs.add(new Sub(f[0], f[1], "c" + i, client.newConsumer()
+                            .topic(f[0])
+                            .subscriptionName(f[1])
+                            .subscriptionType(SubscriptionType.valueOf(f[2]))
+                            .consumerName(f[1] + "-c" + i)
+                            .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
+                            .receiverQueueSize(Integer.parseInt(f[4]))
+                            .subscribe()));
+                }
+            }
+            synchronized (w) {
+                w.write("ready " + subs.size() + " consumers\n");
+                w.flush();
+            }
+            AtomicLong received = new AtomicLong();
+            AtomicLong last = new AtomicLong(System.nanoTime());
+            List<Thread> threads = new ArrayList<>();
+            for (Sub s : subs) {
+                Thread t = new Thread(() -> {
+                    try {
+                        while (true) {
+                            long idle = (System.nanoTime() - last.get()) / 1_000_000_000L;
+                            if (received.get() >= expected ? idle >= idleSeconds : idle >= 120) {
+                                return;
+                            }
+                            Message<byte[]> m = s.consumer.receive(200, TimeUnit.MILLISECONDS);
+                            if (m == null) {
+                                continue;
+                            }
+                            last.set(System.nanoTime());
+                            received.incrementAndGet();
+                            byte[] data = m.getValue();
+                            int p = Integer.parseInt(m.getProperty("p"));
+                            long seq = Long.parseLong(m.getProperty("seq"));
+                            String prod = m.getProducerName();
+                            boolean ok = m.getSequenceId() == seq && mixProducerName(p).equals(prod)
+                                    && Arrays.equals(data, payload(seed, p, seq, data.length));
+                            String topic = m.getTopicName();
+                            int dash = topic.lastIndexOf("-partition-");
+                            String partition = dash < 0 ? "-" : topic.substring(dash + "-partition-".length());
+                            synchronized (w) {
+                                w.write("msg " + s.topic + " " + s.sub + " " + s.name + " " + prod + " " + p + " " + seq
+                                        + " " + m.getKey() + " " + partition + " " + id(m.getMessageId()) + " "
+                                        + data.length + " " + sha256(data) + " " + (ok ? "OK" : "BAD") + "\n");
+                            }
+                            s.consumer.acknowledge(m);
+                        }
+                    } catch (Exception e) {
+                        synchronized (w) {
+                            try {
+                                w.write("error " + s.sub + " " + s.name + " " + e.toString().replace('\n', ' ') + "\n");
+                            } catch (IOException ignored) {
+                                // nothing to do
+                            }
+                        }
+                        e.printStackTrace();
+                    }
+                }, s.sub + "-" + s.name);
+                t.start();
+                threads.add(t);
+            }
+            for (Thread t : threads) {
+                t.join();
+            }
+            synchronized (w) {
+                w.write("done " + received.get() + " received\n");
+                w.flush();
+            }
+            for (Sub s : subs) {
+                s.consumer.close();
+            }
         }
     }
 }
