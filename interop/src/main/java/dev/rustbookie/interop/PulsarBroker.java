@@ -252,8 +252,16 @@ public final class PulsarBroker implements AutoCloseable {
 
     /** Starts the client driver (PulsarDriver ARGS...) in its own JVM; output in logs/NAME.log. */
     public Process driver(String what, List<String> args) throws Exception {
+        return driver("dev.rustbookie.interop.pulsar.PulsarDriver", what, args);
+    }
+
+    /**
+     * Starts MAIN_CLASS ARGS... of interop/pulsar (a client driver: PulsarDriver, LatencyDriver)
+     * in its own JVM on the broker's classpath; output in logs/pulsar-WHAT-N.log.
+     */
+    public Process driver(String mainClass, String what, List<String> args) throws Exception {
         List<String> cmd = java("256m", "INFO");
-        cmd.add("dev.rustbookie.interop.pulsar.PulsarDriver");
+        cmd.add(mainClass);
         cmd.addAll(args);
         String n = "pulsar-" + what + "-" + (++driverCount);
         return Procs.start(new ProcessBuilder(cmd), cluster.runDir.resolve("logs").resolve(n + ".log"),
