@@ -35,11 +35,15 @@ import org.junit.jupiter.api.Timeout;
  * <li>the broker is stopped and started again (its entry cache cold); the bookies' write caches
  *     are made cold as in P03 (ours: PUT /api/v1/bookie/flush; Java: the test waits until 65 s
  *     after the last add, past DbLedgerStorage's 60 s flushInterval);</li>
+ * <li>the producers' JVM warms up for -Dinterop.pulsar.warmupSeconds (10) at the live rate on
+ *     another topic (JIT of the client and of the restarted broker's publish path; a cold JVM's
+ *     first seconds would otherwise own the p99); the catch-up consumer subscribes paused;</li>
  * <li>at once (a "go" file both client JVMs wait for): -Dinterop.pulsar.producers (2) producers
  *     send -Dinterop.pulsar.rate (5,000) msg/s in all for -Dinterop.pulsar.seconds (60) s, open
  *     loop, latency from each message's due time (no coordinated omission); a tailing consumer
- *     on subscription "tail" (started at Latest) receives them; a catch-up consumer on "catchup",
- *     in a JVM of its own, drains the backlog flat out and then the new messages.</li>
+ *     on subscription "tail" (started at Latest) receives them; the catch-up consumer on
+ *     "catchup", in a JVM of its own, resumes and drains the backlog flat out and then the new
+ *     messages.</li>
  * </ol>
  *
  * Batching: on, with the Pulsar client's defaults for the live producers (1 ms, 1000 messages,
@@ -69,6 +73,7 @@ class P05PulsarLatencyTest {
     static final int RATE = Integer.getInteger("interop.pulsar.rate", 5000);
     static final int SECONDS = Integer.getInteger("interop.pulsar.seconds", 60);
     static final int PRODUCERS = Integer.getInteger("interop.pulsar.producers", 2);
+    static final int WARMUP = Integer.getInteger("interop.pulsar.warmupSeconds", 10);
     static final boolean BATCHING = Boolean.parseBoolean(System.getProperty("interop.pulsar.batching", "true"));
     static final String DRIVER = "dev.rustbookie.interop.pulsar.LatencyDriver";
 
@@ -82,11 +87,11 @@ class P05PulsarLatencyTest {
     @Test
     void pulsarProducerLatencyUnderCatchUp() throws Exception {
         assertTrue(ROUNDS >= 1 && BACKLOG_MB >= 1 && SIZE >= 40 && RATE >= 1 && SECONDS >= 1 && PRODUCERS >= 1
-                && FILL_BATCH >= 1, "P05 properties out of range");
+                && FILL_BATCH >= 1 && WARMUP >= 0, "P05 properties out of range");
         long backlog = BACKLOG_MB * (1L << 20) / SIZE;
         String head = String.format("P05 setup: backlog %d MiB = %d msgs of %d B (fill batches <= %d), live %d msg/s x %d s "
-                        + "from %d producers (batching %s), E3 W3 A2, %d round(s)",
-                BACKLOG_MB, backlog, SIZE, FILL_BATCH, RATE, SECONDS, PRODUCERS, BATCHING ? "on" : "off", ROUNDS);
+                        + "from %d producers (batching %s, %d s warm-up), E3 W3 A2, %d round(s)",
+                BACKLOG_MB, backlog, SIZE, FILL_BATCH, RATE, SECONDS, PRODUCERS, BATCHING ? "on" : "off", WARMUP, ROUNDS);
         report(head);
         List<Leg> legs = new ArrayList<>();
         for (int r = 1; r <= ROUNDS; r++) {
@@ -169,19 +174,19 @@ class P05PulsarLatencyTest {
             long live = (long) RATE * SECONDS;
             Process liveP = b.driver(DRIVER, "live", List.of("live", b.serviceUrl(), topic, sync.toString(),
                     Integer.toString(RATE), Integer.toString(SECONDS), Integer.toString(SIZE), Integer.toString(PRODUCERS),
-                    Boolean.toString(BATCHING)));
+                    Boolean.toString(BATCHING), Integer.toString(WARMUP)));
             Process catchP = b.driver(DRIVER, "catchup", List.of("catchup", b.serviceUrl(), topic, sync.toString(),
                     Long.toString(backlog), Long.toString(live), Integer.toString(SIZE), Integer.toString(PRODUCERS)));
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180 + 2L * WARMUP);
             while (!(Files.exists(sync.resolve("live.ready")) && Files.exists(sync.resolve("catchup.ready")))) {
                 assertTrue(liveP.isAlive() && catchP.isAlive(), "a client driver exited before it was ready: "
                         + result(c, "pulsar-live-2.log") + " / " + result(c, "pulsar-catchup-3.log"));
-                assertTrue(System.nanoTime() < deadline, "client drivers not ready within 180 s");
+                assertTrue(System.nanoTime() < deadline, "client drivers not ready within " + (180 + 2 * WARMUP) + " s");
                 Thread.sleep(20);
             }
             Files.writeString(sync.resolve("go"), "go\n");
             Cluster.log(tag + ": go");
-            long liveLimit = SECONDS + 420;
+            long liveLimit = SECONDS + 420;  // the warm-up is over before "go"
             assertTrue(liveP.waitFor(liveLimit, TimeUnit.SECONDS), "live driver did not finish within " + liveLimit + " s");
             Procs.forget(liveP);
             long catchLimit = 600 + backlog / 1000;

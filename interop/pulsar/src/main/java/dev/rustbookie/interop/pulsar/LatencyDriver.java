@@ -34,23 +34,26 @@ import org.apache.pulsar.client.api.SubscriptionType;
  *   The backlog: one producer "fill" sends COUNT messages of SIZE bytes flat out (phase 0,
  *   sequence 0..COUNT-1), batching on with at most MAX_BATCH messages an entry (1 ms, 128 KiB:
  *   the client's defaults otherwise; MAX_BATCH 1 = batching off).
- * live SERVICE_URL TOPIC SYNC_DIR RATE SECONDS SIZE PRODUCERS BATCHING
- *   A tailing Exclusive consumer on subscription "tail" (started at Latest) and PRODUCERS
- *   producers "live-P" (BATCHING: the client's default batching, 1 ms / 1000 messages / 128 KiB,
- *   or none). Writes SYNC_DIR/live.ready, waits for SYNC_DIR/go, then sends RATE * SECONDS
- *   messages open loop: message i is due at t0 + i / RATE (producer i mod PRODUCERS), is sent at
- *   that time or as soon as the sender thread gets there, and its latency is counted from the
- *   due time (a stalled send delays the later ones, whose latency then includes the stall: no
- *   coordinated omission). The due time (this JVM's nanoTime) is in the payload: the tailing
- *   consumer's end-to-end latency is receipt minus due time. SYNC_DIR/caughtup (written by the
- *   catch-up driver) splits the producer latencies into "during catch-up" (due before the file
- *   was seen, polled every 20 ms) and after.
+ * live SERVICE_URL TOPIC SYNC_DIR RATE SECONDS SIZE PRODUCERS BATCHING WARMUP_SECONDS
+ *   First a warm-up of WARMUP_SECONDS at RATE on TOPIC-warmup (own producers and consumer: the
+ *   JIT of this JVM and of the freshly restarted broker, not the measured topic). Then a tailing
+ *   Exclusive consumer on subscription "tail" (started at Latest) and PRODUCERS producers
+ *   "live-P" (BATCHING: the client's default batching, 1 ms / 1000 messages / 128 KiB, or none).
+ *   Writes SYNC_DIR/live.ready, waits for SYNC_DIR/go, then sends RATE * SECONDS messages open
+ *   loop: message i is due at t0 + i / RATE (producer i mod PRODUCERS), is sent at that time or
+ *   as soon as the sender thread gets there, and its latency is counted from the due time (a
+ *   stalled send delays the later ones, whose latency then includes the stall: no coordinated
+ *   omission). The due time (this JVM's nanoTime) is in the payload: the tailing consumer's
+ *   end-to-end latency is receipt minus due time. SYNC_DIR/caughtup (written by the catch-up
+ *   driver) splits the producer latencies into "during catch-up" (due before the file was seen,
+ *   polled every 20 ms) and after.
  * catchup SERVICE_URL TOPIC SYNC_DIR BACKLOG LIVE SIZE PRODUCERS
- *   Writes SYNC_DIR/catchup.ready, waits for SYNC_DIR/go, subscribes an Exclusive consumer to
- *   the existing subscription "catchup" and reads flat out (default receiver queue, cumulative
- *   acks every 1000): the BACKLOG phase-0 messages in sequence order (then SYNC_DIR/caughtup),
- *   then the LIVE phase-1 messages, each once, each producer's in order; stops when all came or
- *   after 60 s without a message.
+ *   Subscribes an Exclusive consumer, paused (no permits: the broker reads nothing yet), to the
+ *   existing subscription "catchup", writes SYNC_DIR/catchup.ready, waits for SYNC_DIR/go, then
+ *   resumes it and reads flat out (default receiver queue, cumulative acks every 1000): the
+ *   BACKLOG phase-0 messages in sequence order (then SYNC_DIR/caughtup), then the LIVE phase-1
+ *   messages, each once, each producer's in order; stops when all came or after 60 s without a
+ *   message. Catch-up time: from go to the last backlog message.
  * </pre>
  *
  * Payload (SIZE >= 40 bytes): sequence (long), phase (int), producer (int), due nanoTime (long,
@@ -67,7 +70,8 @@ public final class LatencyDriver {
             case "fill" -> fill(args[1], args[2], Long.parseLong(args[3]), Integer.parseInt(args[4]),
                     Integer.parseInt(args[5]));
             case "live" -> live(args[1], args[2], Paths.get(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]),
-                    Integer.parseInt(args[6]), Integer.parseInt(args[7]), Boolean.parseBoolean(args[8]));
+                    Integer.parseInt(args[6]), Integer.parseInt(args[7]), Boolean.parseBoolean(args[8]),
+                    Integer.parseInt(args[9]));
             case "catchup" -> catchup(args[1], args[2], Paths.get(args[3]), Long.parseLong(args[4]),
                     Long.parseLong(args[5]), Integer.parseInt(args[6]), Integer.parseInt(args[7]));
             default -> throw new IllegalArgumentException("unknown mode: " + Arrays.toString(args));
@@ -230,34 +234,136 @@ public final class LatencyDriver {
         }
     }
 
+    static List<Producer<byte[]>> producers(PulsarClient client, String topic, String prefix, int count,
+                                            boolean batching) throws Exception {
+        List<Producer<byte[]>> ps = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            ps.add(client.newProducer()
+                    .topic(topic)
+                    .producerName(prefix + i)
+                    .enableBatching(batching)
+                    .batchingMaxPublishDelay(1, TimeUnit.MILLISECONDS)
+                    .batchingMaxMessages(1000)
+                    .batchingMaxBytes(128 * 1024)
+                    .sendTimeout(30, TimeUnit.SECONDS)
+                    .blockIfQueueFull(true)
+                    .create());
+        }
+        return ps;
+    }
+
+    /** An open-loop run's outcome: latUs[i] in µs (-1: failed, -2: not completed). */
+    record SendRun(int[] latUs, long t0, long end, long maxLagNs, long completed, long failed, Throwable firstFailure) {
+        long due(int i, int rate) {
+            return t0 + (long) i * 1_000_000_000L / rate;
+        }
+    }
+
+    /**
+     * Sends N messages at RATE msg/s in all, message i due at t0 + i / RATE on producer i mod
+     * |ps|, and waits (at most 300 s) for them to complete; latency from the due time.
+     */
+    static SendRun openLoop(List<Producer<byte[]>> ps, int rate, int n, int phase, int size) throws InterruptedException {
+        int[] latUs = new int[n];
+        Arrays.fill(latUs, -2);
+        CountDownLatch done = new CountDownLatch(n);
+        AtomicLong failed = new AtomicLong();
+        AtomicReference<Throwable> firstFailure = new AtomicReference<>();
+        long t0 = System.nanoTime();
+        long maxLag = 0;
+        for (int i = 0; i < n; i++) {
+            final int idx = i;
+            final long due = t0 + (long) i * 1_000_000_000L / rate;
+            long now;
+            while ((now = System.nanoTime()) < due) {
+                LockSupport.parkNanos(due - now);
+            }
+            maxLag = Math.max(maxLag, now - due);
+            int pi = i % ps.size();
+            ps.get(pi).newMessage().value(payload(i, phase, pi, due, size)).sendAsync().whenComplete((id, ex) -> {
+                long at = System.nanoTime();
+                if (ex != null) {
+                    latUs[idx] = -1;
+                    failed.incrementAndGet();
+                    firstFailure.compareAndSet(null, ex);
+                } else {
+                    latUs[idx] = (int) Math.min(Integer.MAX_VALUE, Math.max(0, (at - due) / 1000));
+                }
+                done.countDown();
+            });
+        }
+        long end = System.nanoTime();
+        done.await(300, TimeUnit.SECONDS);
+        return new SendRun(latUs, t0, end, maxLag, n - done.getCount(), failed.get(), firstFailure.get());
+    }
+
+    /**
+     * The warm-up: SECONDS at RATE on TOPIC-warmup (its own producers and a draining consumer),
+     * so that the JIT has compiled this JVM's and the restarted broker's publish and dispatch
+     * paths before the measurement; the measured topic is not touched.
+     */
+    static void warmUp(PulsarClient client, String topic, int rate, int seconds, int size, int producers,
+                       boolean batching) throws Exception {
+        String warm = topic + "-warmup";
+        Consumer<byte[]> wc = client.newConsumer()
+                .topic(warm)
+                .subscriptionName("warmup")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Latest)
+                .subscribe();
+        List<Producer<byte[]>> ps = producers(client, warm, "warmup-", producers, batching);
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicLong got = new AtomicLong();
+        Thread drain = new Thread(() -> {
+            try {
+                while (!stop.get()) {
+                    Message<byte[]> m = wc.receive(100, TimeUnit.MILLISECONDS);
+                    if (m != null) {
+                        got.incrementAndGet();
+                        wc.acknowledgeAsync(m);
+                    }
+                }
+            } catch (Exception e) {
+                System.out.println("warm-up consumer: " + e);
+            }
+        }, "warmup-drain");
+        drain.start();
+        SendRun r = openLoop(ps, rate, rate * seconds, 2, size);
+        stop.set(true);
+        drain.join(10_000);
+        Histogram h = new Histogram(3);
+        for (int v : r.latUs) {
+            if (v >= 0) {
+                h.recordValue(v);
+            }
+        }
+        System.out.println("warm-up on " + warm + ": " + r.completed + " sent (" + r.failed + " failed), "
+                + got.get() + " received; " + pct(h, ""));
+        for (Producer<byte[]> p : ps) {
+            p.close();
+        }
+        wc.close();
+    }
+
     static void live(String url, String topic, Path sync, int rate, int seconds, int size, int producers,
-                     boolean batching) throws Exception {
+                     boolean batching, int warmupSeconds) throws Exception {
         long total = (long) rate * seconds;
-        if (size < MIN_SIZE || rate < 1 || seconds < 1 || producers < 1 || total > 50_000_000L) {
+        if (size < MIN_SIZE || rate < 1 || seconds < 1 || producers < 1 || warmupSeconds < 0 || total > 50_000_000L
+                || (long) rate * warmupSeconds > 50_000_000L) {
             throw new IllegalArgumentException("live: RATE >= 1, SECONDS >= 1, RATE * SECONDS <= 50,000,000, SIZE >= "
-                    + MIN_SIZE + ", PRODUCERS >= 1");
+                    + MIN_SIZE + ", PRODUCERS >= 1, WARMUP_SECONDS >= 0");
         }
         final int n = (int) total;
         try (PulsarClient client = client(url)) {
+            if (warmupSeconds > 0) {
+                warmUp(client, topic, rate, warmupSeconds, size, producers, batching);
+            }
             Consumer<byte[]> tailConsumer = client.newConsumer()
                     .topic(topic)
                     .subscriptionName("tail")
                     .subscriptionType(SubscriptionType.Exclusive)
                     .subscriptionInitialPosition(SubscriptionInitialPosition.Latest)
                     .subscribe();
-            List<Producer<byte[]>> ps = new ArrayList<>();
-            for (int i = 0; i < producers; i++) {
-                ps.add(client.newProducer()
-                        .topic(topic)
-                        .producerName("live-" + i)
-                        .enableBatching(batching)
-                        .batchingMaxPublishDelay(1, TimeUnit.MILLISECONDS)
-                        .batchingMaxMessages(1000)
-                        .batchingMaxBytes(128 * 1024)
-                        .sendTimeout(30, TimeUnit.SECONDS)
-                        .blockIfQueueFull(true)
-                        .create());
-            }
+            List<Producer<byte[]>> ps = producers(client, topic, "live-", producers, batching);
             Tail tail = new Tail(producers);
             AtomicReference<Throwable> tailError = new AtomicReference<>();
             AtomicBoolean stop = new AtomicBoolean();
@@ -320,37 +426,7 @@ public final class LatencyDriver {
             touch(sync.resolve("live.ready"), "ready\n");
             awaitFile(sync.resolve("go"), 600);
 
-            // microseconds; -1: failed, -2: not completed
-            int[] latUs = new int[n];
-            Arrays.fill(latUs, -2);
-            CountDownLatch done = new CountDownLatch(n);
-            AtomicLong failed = new AtomicLong();
-            AtomicReference<Throwable> firstFailure = new AtomicReference<>();
-            long t0 = System.nanoTime();
-            long maxLag = 0;
-            for (int i = 0; i < n; i++) {
-                final int idx = i;
-                final long due = t0 + (long) i * 1_000_000_000L / rate;
-                long now;
-                while ((now = System.nanoTime()) < due) {
-                    LockSupport.parkNanos(due - now);
-                }
-                maxLag = Math.max(maxLag, now - due);
-                int pi = i % producers;
-                ps.get(pi).newMessage().value(payload(i, 1, pi, due, size)).sendAsync().whenComplete((id, ex) -> {
-                    long at = System.nanoTime();
-                    if (ex != null) {
-                        latUs[idx] = -1;
-                        failed.incrementAndGet();
-                        firstFailure.compareAndSet(null, ex);
-                    } else {
-                        latUs[idx] = (int) Math.min(Integer.MAX_VALUE, Math.max(0, (at - due) / 1000));
-                    }
-                    done.countDown();
-                });
-            }
-            long sendEnd = System.nanoTime();
-            boolean allDone = done.await(300, TimeUnit.SECONDS);
+            SendRun r = openLoop(ps, rate, n, 1, size);
             // the tailing consumer: every message, or 30 s without one
             while (tail.distinct < n && tailError.get() == null
                     && System.nanoTime() - tail.lastReceipt < TimeUnit.SECONDS.toNanos(30)) {
@@ -367,23 +443,23 @@ public final class LatencyDriver {
             Histogram during = new Histogram(3);
             long unfinished = 0;
             for (int i = 0; i < n; i++) {
-                if (latUs[i] < 0) {
-                    unfinished += latUs[i] == -2 ? 1 : 0;
+                int v = r.latUs[i];
+                if (v < 0) {
+                    unfinished += v == -2 ? 1 : 0;
                     continue;
                 }
-                long due = t0 + (long) i * 1_000_000_000L / rate;
-                all.recordValue(latUs[i]);
-                if (due < caught) {
-                    during.recordValue(latUs[i]);
+                all.recordValue(v);
+                if (r.due(i, rate) < caught) {
+                    during.recordValue(v);
                 }
             }
-            double window = Math.max(1, sendEnd - t0);
-            double overlap = caught == Long.MAX_VALUE ? 1.0 : Math.min(1.0, Math.max(0, caught - t0) / window);
+            double window = Math.max(1, r.end - r.t0);
+            double overlap = caught == Long.MAX_VALUE ? 1.0 : Math.min(1.0, Math.max(0, caught - r.t0) / window);
             distribution("producer latency, all sends", all);
             distribution("producer latency, sends due during the catch-up", during);
             distribution("tailing consumer end-to-end latency", tail.e2e);
-            if (firstFailure.get() != null) {
-                System.out.println("first send failure: " + firstFailure.get());
+            if (r.firstFailure != null) {
+                System.out.println("first send failure: " + r.firstFailure);
             }
             if (tailError.get() != null) {
                 System.out.println("tailing consumer error: " + tailError.get());
@@ -392,9 +468,9 @@ public final class LatencyDriver {
                 p.close();
             }
             tailConsumer.close();
-            System.out.println("result sent=" + n + " completed=" + (allDone ? n : n - done.getCount())
-                    + " failed=" + failed.get() + " unfinished=" + unfinished
-                    + " send_window_ms=" + (sendEnd - t0) / 1_000_000 + " max_sender_lag_us=" + maxLag / 1000
+            System.out.println("result sent=" + n + " completed=" + r.completed + " failed=" + r.failed
+                    + " unfinished=" + unfinished
+                    + " send_window_ms=" + (r.end - r.t0) / 1_000_000 + " max_sender_lag_us=" + r.maxLagNs / 1000
                     + " " + pct(all, "") + " " + pct(during, "during_")
                     + String.format(" overlap=%.3f", overlap)
                     + " tail_received=" + tail.received + " tail_distinct=" + tail.distinct + " tail_dup=" + tail.dup
@@ -412,15 +488,17 @@ public final class LatencyDriver {
             throw new IllegalArgumentException("catchup: BACKLOG >= 1, 0 <= LIVE <= 2^31-1, SIZE >= " + MIN_SIZE);
         }
         try (PulsarClient client = client(url)) {
-            touch(sync.resolve("catchup.ready"), "ready\n");
-            awaitFile(sync.resolve("go"), 600);
-            long tGo = System.nanoTime();
+            // paused: no permits sent to the broker, so nothing is read before "go"
             Consumer<byte[]> c = client.newConsumer()
                     .topic(topic)
                     .subscriptionName("catchup")
                     .subscriptionType(SubscriptionType.Exclusive)
+                    .startPaused(true)
                     .subscribe();
-            long subscribedNs = System.nanoTime() - tGo;
+            touch(sync.resolve("catchup.ready"), "ready\n");
+            awaitFile(sync.resolve("go"), 600);
+            long tGo = System.nanoTime();
+            c.resume();
             long backlogGot = 0;
             long backlogOutOfOrder = 0;
             long liveBeforeBacklogEnd = 0;
@@ -491,9 +569,9 @@ public final class LatencyDriver {
             double catchupS = tCaught < 0 ? -1 : (tCaught - tGo) / 1e9;
             System.out.printf("result received=%d backlog=%d backlog_received=%d backlog_out_of_order=%d live=%d "
                             + "live_distinct=%d live_dup=%d live_out_of_order=%d live_before_backlog_end=%d bad=%d "
-                            + "subscribe_ms=%d first_ms=%d catchup_ms=%d catchup_msg_s=%.0f%n",
+                            + "first_ms=%d catchup_ms=%d catchup_msg_s=%.0f%n",
                     received, backlog, backlogGot, backlogOutOfOrder, live, liveDistinct, liveDup, liveOutOfOrder,
-                    liveBeforeBacklogEnd, bad, subscribedNs / 1_000_000, tFirst < 0 ? -1 : (tFirst - tGo) / 1_000_000,
+                    liveBeforeBacklogEnd, bad, tFirst < 0 ? -1 : (tFirst - tGo) / 1_000_000,
                     tCaught < 0 ? -1 : (tCaught - tGo) / 1_000_000, catchupS > 0 ? backlog / catchupS : 0.0);
         }
     }
