@@ -403,14 +403,12 @@ public final class LatencyDriver {
             }, "tail");
             tailThread.start();
 
-            long[] caughtUpAt = {Long.MAX_VALUE};
+            AtomicLong caughtUpAt = new AtomicLong(Long.MAX_VALUE);
             Thread watcher = new Thread(() -> {
                 Path f = sync.resolve("caughtup");
                 while (!stop.get()) {
                     if (Files.exists(f)) {
-                        synchronized (caughtUpAt) {
-                            caughtUpAt[0] = System.nanoTime();
-                        }
+                        caughtUpAt.set(System.nanoTime());
                         return;
                     }
                     try {
@@ -434,10 +432,7 @@ public final class LatencyDriver {
             }
             stop.set(true);
             tailThread.join(10_000);
-            long caught;
-            synchronized (caughtUpAt) {
-                caught = caughtUpAt[0];
-            }
+            long caught = caughtUpAt.get();
 
             Histogram all = new Histogram(3);
             Histogram during = new Histogram(3);
