@@ -257,8 +257,20 @@ public final class PulsarBroker implements AutoCloseable {
 
     /** The driver with a heap of HEAP (large messages: chunking). */
     public Process driver(String what, List<String> args, String heap) throws Exception {
+        return driver("dev.rustbookie.interop.pulsar.PulsarDriver", what, args, heap);
+    }
+
+    /**
+     * Starts MAIN_CLASS ARGS... of interop/pulsar (a client driver: PulsarDriver, LatencyDriver)
+     * in its own JVM on the broker's classpath; output in logs/pulsar-WHAT-N.log.
+     */
+    public Process driver(String mainClass, String what, List<String> args) throws Exception {
+        return driver(mainClass, what, args, "256m");
+    }
+
+    private Process driver(String mainClass, String what, List<String> args, String heap) throws Exception {
         List<String> cmd = java(heap, "INFO");
-        cmd.add("dev.rustbookie.interop.pulsar.PulsarDriver");
+        cmd.add(mainClass);
         cmd.addAll(args);
         String n = "pulsar-" + what + "-" + (++driverCount);
         return Procs.start(new ProcessBuilder(cmd), cluster.runDir.resolve("logs").resolve(n + ".log"),
