@@ -166,8 +166,14 @@ fn write_against_the_sink_report_html_and_compare() {
         .starts_with("HISTFAAA"));
     // Saturation depends on the machine (a stalled VM makes the corrected p99 run away from
     // the uncorrected one even at 5k/s against the sink): the report and the console agree.
-    let saturated = r["validity"]["saturated"].as_bool().expect("validity.saturated");
-    assert_eq!(saturated, stdout.contains("WARNING write: saturated"), "{stdout}");
+    let saturated = r["validity"]["saturated"]
+        .as_bool()
+        .expect("validity.saturated");
+    assert_eq!(
+        saturated,
+        stdout.contains("WARNING write: saturated"),
+        "{stdout}"
+    );
     let page = std::fs::read_to_string(&html).expect("html written");
     assert!(page.starts_with("<!DOCTYPE html>") && page.matches("<svg").count() == 3);
     assert!(!page.contains("<script"), "self-contained, no script");
