@@ -6,8 +6,7 @@
 //! Run with `cargo test -p storage --features fault-injection --test fault_injection`.
 #![cfg(feature = "fault-injection")]
 
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use storage::dirset::{FileClass, Placement};
@@ -16,25 +15,8 @@ use storage::psync::PsyncStorage;
 use storage::uring::UringStorage;
 use storage::{AlignedBuf, Completion, IoError, Op, Storage, Wait, ALIGN};
 
-/// A base directory whose filesystem accepts O_DIRECT (tmpfs does not).
-fn base_dir() -> PathBuf {
-    let tmp = std::env::temp_dir();
-    let probe = tmp.join(format!("odirect-fault-probe-{}", std::process::id()));
-    let ok = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&probe)
-        .is_ok();
-    let _ = std::fs::remove_file(&probe);
-    if ok {
-        tmp
-    } else {
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-    }
-}
+mod common;
+use common::base_dir;
 
 /// Submits one op and waits for its completion.
 fn run(s: &mut dyn Storage, op: Op) -> Completion {

@@ -7,31 +7,13 @@
 //! `SKIPPED(uring unavailable)` loudly instead of passing silently; set
 //! `BOOKIE_REQUIRE_URING=1` to make that a failure.
 
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use storage::psync::PsyncStorage;
 use storage::uring::UringStorage;
 use storage::{AlignedBuf, Completion, DriverKind, IoError, Op, Storage, Wait, ALIGN};
 
-/// A base directory whose filesystem accepts O_DIRECT.
-fn base_dir() -> PathBuf {
-    let tmp = std::env::temp_dir();
-    let probe = tmp.join(format!("odirect-probe-{}", std::process::id()));
-    let ok = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&probe)
-        .is_ok();
-    let _ = std::fs::remove_file(&probe);
-    if ok {
-        tmp
-    } else {
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-    }
-}
+mod common;
+use common::base_dir;
 
 fn temp() -> tempfile::TempDir {
     tempfile::tempdir_in(base_dir()).expect("create temp dir")

@@ -112,13 +112,7 @@ public final class LatencyDriver {
     // ---- plumbing ----
 
     static PulsarClient client(String url) throws Exception {
-        return PulsarClient.builder()
-                .serviceUrl(url)
-                .operationTimeout(60, TimeUnit.SECONDS)
-                .connectionTimeout(5, TimeUnit.SECONDS)
-                .ioThreads(1)
-                .listenerThreads(1)
-                .build();
+        return PulsarDriver.client(url);
     }
 
     static void awaitFile(Path f, long timeoutSeconds) throws Exception {
