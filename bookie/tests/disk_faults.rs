@@ -173,7 +173,7 @@ fn setup(name: &str) -> Setup {
 /// The journal's writes or syncs fail while adds are in flight.
 fn journal_fails(kind: &str) {
     let s = setup(&format!("journal-{kind}"));
-    let mut b = s.launch.start();
+    let b = s.launch.start();
     let ls = ledgers();
     let mut acked = Acked::new();
     let mut c = b.client();
@@ -217,28 +217,16 @@ fn journal_fails(kind: &str) {
         "the bookie still takes adds after its journal failed:\n{}",
         b.log_text()
     );
-    assert!(b.alive(), "the bookie exited:\n{}", b.log_text());
     let r = b.client().call_v3(read(ls[0], 0), None).expect("read");
     assert_eq!(r.response.status(), StatusCode::EOK, "reads go on");
-    let log = b.log_text();
-    assert!(
-        log.contains("will not retry") && log.contains("read-only"),
-        "{log}"
-    );
-    assert!(!log.contains("panicked"), "{log}");
-
-    // Healed: no fault, a restart; everything acknowledged is there.
-    stop_within(&mut b, Duration::from_secs(30));
-    std::fs::remove_file(&s.control).expect("clear the fault");
-    let b = s.launch.start();
-    check_after_restart(&b, &acked, &ls);
+    read_only_then_heal(&s, b, "will not retry", &acked, &ls);
 }
 
 /// The ledger storage's writes or syncs fail: the next flush fails, the bookie turns
 /// read-only; adds acknowledged until then are in the journal.
 fn ledgers_fail(kind: &str) {
     let s = setup(&format!("ledgers-{kind}"));
-    let mut b = s.launch.start();
+    let b = s.launch.start();
     let ls = ledgers();
     let mut acked = Acked::new();
     let mut c = b.client();
@@ -266,18 +254,20 @@ fn ledgers_fail(kind: &str) {
     };
     assert_eq!(refused, StatusCode::EREADONLY);
     assert!(refuses_adds(&b, ls[0], 10_000) && refuses_adds(&b, ls[1], 10_000));
+    read_only_then_heal(&s, b, "ledger storage", &acked, &ls);
+}
+
+/// The bookie, up and read-only after the fault (its log names `cause`, no panic), is stopped;
+/// healed (no fault) and restarted, it has everything acknowledged.
+fn read_only_then_heal(s: &Setup, mut b: BookieProcess, cause: &str, acked: &Acked, ls: &[i64]) {
     assert!(b.alive(), "the bookie exited:\n{}", b.log_text());
     let log = b.log_text();
-    assert!(
-        log.contains("ledger storage") && log.contains("read-only"),
-        "{log}"
-    );
+    assert!(log.contains(cause) && log.contains("read-only"), "{log}");
     assert!(!log.contains("panicked"), "{log}");
-
     stop_within(&mut b, Duration::from_secs(30));
     std::fs::remove_file(&s.control).expect("clear the fault");
     let b = s.launch.start();
-    check_after_restart(&b, &acked, &ls);
+    check_after_restart(&b, acked, ls);
 }
 
 #[test]
