@@ -115,6 +115,15 @@ impl ReadCache {
             .is_some_and(|&next| entry >= next && entry - next < MAX_STRIDE)
     }
 
+    /// True when the last run read ahead for `ledger` started at or before `entry` and ended
+    /// after it, within `window` entries: a run holding `entry` was read already (its
+    /// entries may have been taken since), so a prefetch from `entry` would read it again.
+    pub fn read_past(&self, ledger: u64, entry: u64, window: u64) -> bool {
+        self.run_ends
+            .get(&ledger)
+            .is_some_and(|&next| next > entry && next - entry <= window)
+    }
+
     /// True when the cache holds the entry.
     pub fn contains(&self, ledger: u64, entry: u64) -> bool {
         self.map.contains_key(&(ledger, entry))
@@ -218,6 +227,22 @@ mod tests {
             (None, None),
             "a miss never triggers"
         );
+    }
+
+    #[test]
+    fn a_run_read_past_an_entry_is_not_read_again() {
+        let mut c = ReadCache::new(1 << 20);
+        c.note_run_end(3, 40);
+        assert!(
+            c.read_past(3, 37, 100),
+            "37 lies in the run that ended before 40"
+        );
+        assert!(!c.read_past(3, 40, 100), "40 is the next run's first entry");
+        assert!(
+            !c.read_past(3, 5, 10),
+            "far behind the last run: another reader of the ledger"
+        );
+        assert!(!c.read_past(4, 37, 100), "another ledger");
     }
 
     #[test]

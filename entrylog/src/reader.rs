@@ -310,13 +310,15 @@ impl<S: Storage> Reader<S> {
         if view.is_deleted(ledger) {
             return Ok(0);
         }
-        if ahead
-            .cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(ledger, start)
         {
-            return Ok(0);
+            // Read already: cached, or a miss of the sequential reader read the run holding
+            // `start` while this prefetch waited in the queue (its entries may be taken since).
+            let cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
+            if cache.contains(ledger, start)
+                || cache.read_past(ledger, start, ahead.max_entries as u64)
+            {
+                return Ok(0);
+            }
         }
         let Some(bodies) = self.read_run(view, ledger, start, ahead.max_entries)? else {
             return Ok(0);
