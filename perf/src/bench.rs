@@ -478,6 +478,9 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
     if let Some(mode) = &read_mode {
         println!("read mode: {mode}");
     }
+    if let Some(note) = result.read.as_ref().and_then(restart_note) {
+        println!("{note}");
+    }
     let stalls = probe.and_then(|p| p.finish());
     let (stages, stages_error) = stage_breakdown(http, before, &result.engine_threads);
     let bookie = child.map(|c| BookieFacts {
@@ -510,6 +513,20 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
         stages_error,
         stalls,
         read_mode,
+    })
+}
+
+/// A warning when catch-up reads went through their ledgers and started over in the window:
+/// the entries read again may come from a cache (a Java bookie's page cache), not the disk.
+fn restart_note(read: &SideResult) -> Option<String> {
+    (read.restarts > 0).then(|| {
+        format!(
+            "catch-up: the readers read their ledgers through and started over {} time(s) in the \
+             measured window: entries read again may be served from a cache (a Java bookie's \
+             page cache), so the run is not all cold; --preload more entries (or a shorter \
+             --duration) for a run that reads each entry once",
+            read.restarts
+        )
     })
 }
 
@@ -810,6 +827,10 @@ pub fn report(plan: &Plan, o: &Outcome) -> Value {
     for (i, (name, side, mode)) in sides(plan, &o.result).into_iter().enumerate() {
         let mut r = results_of(side, mode);
         r["errors_by_kind"] = json!(side.error_kinds);
+        if name == "read" {
+            // Sequential reads that started their ledger over in the window (restart_note).
+            r["catchup_restarts"] = json!(side.restarts);
+        }
         if i == 0 {
             b = b.section("results", r);
         } else {

@@ -168,6 +168,10 @@ pub struct SideResult {
     pub entries: u64,
     /// Operations due in the window that could not even be sent before it closed.
     pub not_sent: u64,
+    /// Catch-up reads (sequential pattern) that found their ledger read through and started
+    /// over at entry 0 in the measured window: what they read again a bookie may serve from
+    /// its page cache or read cache, so past this a "cold" run is no longer all cold.
+    pub restarts: u64,
     /// Errors by cause: a status name (`EIO`, `ETOOMANYREQUESTS`, …), `bad entry`,
     /// `connection failed`, `send failed`.
     pub error_kinds: BTreeMap<&'static str, u64>,
@@ -185,6 +189,7 @@ impl SideResult {
             bytes: 0,
             entries: 0,
             not_sent: 0,
+            restarts: 0,
             error_kinds: BTreeMap::new(),
         }
     }
@@ -205,6 +210,7 @@ impl SideResult {
         self.bytes += other.bytes;
         self.entries += other.entries;
         self.not_sent += other.not_sent;
+        self.restarts += other.restarts;
         for (k, v) in other.error_kinds {
             *self.error_kinds.entry(k).or_default() += v;
         }

@@ -9,6 +9,7 @@ impl Engine {
         };
         let n = self.ledgers.len();
         let side = self.read.as_mut().expect("read side with a read config");
+        let measured = intended >= self.warmup_ns && intended < self.end_ns;
         let (ledger, entry, count) = match cfg.pattern {
             ReadPattern::Sequential { batch } => {
                 let mut found = None;
@@ -21,6 +22,9 @@ impl Engine {
                     }
                     if l.read_cursor > l.lac {
                         l.read_cursor = 0; // caught up: start over (catch-up reads again)
+                        if measured {
+                            side.result.restarts += 1;
+                        }
                     }
                     let e = l.read_cursor;
                     let count = (batch.max(1) as i64).min(l.lac - e + 1);
@@ -43,7 +47,6 @@ impl Engine {
             }
             ReadPattern::Tailing { .. } => return false,
         };
-        let measured = intended >= self.warmup_ns && intended < self.end_ns;
         let slot = self.alloc(Op {
             kind: OpKind::Read {
                 ledger: ledger as u32,

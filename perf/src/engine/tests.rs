@@ -173,5 +173,20 @@ fn reads_against_the_sink_verify() {
                 "batch reads move several entries"
             );
         }
+        match pattern {
+            // 50 entries read more than 50 times over: the catch-up started over, and says so.
+            ReadPattern::Sequential { .. } => assert!(
+                {
+                    // one restart per pass of 50 entries, give or take reads in flight
+                    let passes = rd.entries.max(rd.ops_ok) / 50;
+                    rd.restarts > 0 && rd.restarts >= passes / 2 && rd.restarts <= passes + 8
+                },
+                "{pattern:?}: {} restarts for {} entries in {} reads",
+                rd.restarts,
+                rd.entries,
+                rd.ops_ok
+            ),
+            _ => assert_eq!(rd.restarts, 0, "random reads never start over"),
+        }
     }
 }
