@@ -174,6 +174,12 @@ pub struct ReadSideArgs {
     /// flushes every `flushInterval`, 60 s by default) and at most for one that can.
     #[arg(long, default_value = "65s")]
     pub cold_wait: String,
+    /// With --cold: then drop the machine's clean page cache (sync, then 1 to
+    /// /proc/sys/vm/drop_caches; needs root), so that a bookie reading through the page cache
+    /// (a Java bookie's entry logs) reads the disk as it would for a backlog older than the
+    /// cache. Ours reads with O_DIRECT either way.
+    #[arg(long, requires = "cold")]
+    pub drop_page_cache: bool,
 }
 
 /// `bkperf write`.
@@ -297,6 +303,8 @@ pub struct Plan {
     pub entry_size: String,
     /// `--cold`: the longest wait for the preloaded entries to leave the write cache.
     pub cold: Option<Duration>,
+    /// `--drop-page-cache`: after that, drop the OS page cache too.
+    pub drop_page_cache: bool,
 }
 
 impl Plan {
@@ -367,6 +375,7 @@ impl Plan {
         Ok(Plan {
             kind,
             cold,
+            drop_page_cache: read.is_some_and(|r| r.drop_page_cache),
             common: common.clone(),
             config,
             entry_size: write.map_or_else(
@@ -462,11 +471,16 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
     let mut probe = None;
     let mut read_mode = None;
     let cold = plan.cold;
+    let drop_page_cache = plan.drop_page_cache;
     let result = engine::run_observed(
         &plan.config,
         &mut || {
             if let Some(wait) = cold {
-                read_mode = Some(crate::cold::make_cold(http, wait));
+                let mut mode = crate::cold::make_cold(http, wait);
+                if drop_page_cache {
+                    mode.push_str(&crate::cold::drop_page_cache());
+                }
+                read_mode = Some(mode);
             }
         },
         &mut || {
@@ -862,6 +876,7 @@ pub fn report(plan: &Plan, o: &Outcome) -> Value {
             "read_mode",
             json!({
                 "cold": plan.cold.is_some(),
+                "page_cache_dropped": plan.drop_page_cache,
                 "how": o.read_mode.clone().unwrap_or_else(|| {
                     "warm: read as preloaded (entries may still be in the write cache)".into()
                 }),
