@@ -472,13 +472,17 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
     let mut read_mode = None;
     let cold = plan.cold;
     let drop_page_cache = plan.drop_page_cache;
+    let mut drop_failed = None;
     let result = engine::run_observed(
         &plan.config,
         &mut || {
             if let Some(wait) = cold {
                 let mut mode = crate::cold::make_cold(http, wait);
                 if drop_page_cache {
-                    mode.push_str(&crate::cold::drop_page_cache());
+                    match crate::cold::drop_page_cache() {
+                        Ok(()) => mode.push_str("; page cache dropped (sync, vm.drop_caches=1)"),
+                        Err(e) => drop_failed = Some(e),
+                    }
                 }
                 read_mode = Some(mode);
             }
@@ -489,6 +493,9 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
         },
     )
     .map_err(|e| e.to_string())?;
+    if let Some(e) = drop_failed {
+        return Err(e.into());
+    }
     if let Some(mode) = &read_mode {
         println!("read mode: {mode}");
     }

@@ -17,15 +17,13 @@ use std::time::{Duration, Instant};
 use crate::stages;
 
 /// `--drop-page-cache`: writes the dirty pages back, then drops the clean page cache, so that
-/// a bookie reading through it (a Java bookie) reads the disk. Returns what happened, to append
-/// to the read mode (a failure, e.g. not root, is said there and the run goes on warm).
-pub fn drop_page_cache() -> String {
+/// a bookie reading through it (a Java bookie) reads the disk. A drop that cannot be done (not
+/// root) is an error: a warm run must not be reported as one with the page cache dropped.
+pub fn drop_page_cache() -> Result<(), String> {
     // SAFETY: sync(2) takes no arguments and cannot fail.
     unsafe { libc::sync() };
-    match std::fs::write("/proc/sys/vm/drop_caches", "1") {
-        Ok(()) => "; page cache dropped (sync, vm.drop_caches=1)".to_string(),
-        Err(e) => format!("; page cache NOT dropped (/proc/sys/vm/drop_caches: {e})"),
-    }
+    std::fs::write("/proc/sys/vm/drop_caches", "1")
+        .map_err(|e| format!("--drop-page-cache: /proc/sys/vm/drop_caches: {e} (needs root)"))
 }
 
 /// Makes the preload cold; returns how.
