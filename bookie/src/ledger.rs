@@ -98,8 +98,14 @@ pub enum DiskRead {
         lac_body: Option<Bytes>,
     },
     /// No request's: the next run of a sequential reader, read into the read-ahead cache
-    /// before it is asked for (`entrylog::Reader::prefetch`). Nothing is replied.
-    Prefetch { ledger: i64, entry: i64 },
+    /// before it is asked for (`entrylog::Reader::prefetch`). Nothing is replied; with
+    /// `report`, the reader tells the ledger's shard (`origin`) when the run landed
+    /// (`mailbox::RunLanded`), for the reads parked on it (`run_waits`).
+    Prefetch {
+        ledger: i64,
+        entry: i64,
+        report: bool,
+    },
 }
 
 /// A reply, or the disk read that will produce it.

@@ -59,6 +59,8 @@ pub struct ShardHandle {
     /// Accepted connections handed over for balance (round robin over shards).
     pub connections: mpsc::UnboundedSender<std::net::TcpStream>,
     pub admin: mpsc::UnboundedSender<AdminQuery>,
+    /// A reader thread's report of a read-ahead run the shard asked for (`run_waits`).
+    pub landed: mpsc::UnboundedSender<RunLanded>,
     /// Reply bytes the shard holds for its connections, not yet written (shared by the
     /// shard's connections; a reader thread looks at each connection's own room instead).
     pub reply_budget: Arc<ReplyBudget>,
@@ -70,6 +72,18 @@ pub struct ShardInbox {
     pub replies: mpsc::UnboundedReceiver<RemoteReply>,
     pub connections: mpsc::UnboundedReceiver<std::net::TcpStream>,
     pub admin: mpsc::UnboundedReceiver<AdminQuery>,
+    pub landed: mpsc::UnboundedReceiver<RunLanded>,
+}
+
+/// A reader thread's report of a read-ahead run its shard asked for (`DiskRead::Prefetch`
+/// with `report`): the entries it put in the read-ahead cache, 0 when it read none (cached
+/// already, not in the store, or the read failed). The reads the shard parked on the run
+/// (`run_waits`) are answered then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLanded {
+    pub ledger: i64,
+    pub start: i64,
+    pub entries: usize,
 }
 
 /// A request to collect garbage (sent by the GC driver to each shard, which forwards it to

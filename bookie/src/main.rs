@@ -38,6 +38,7 @@ mod read_thread;
 mod readonly;
 mod reclaim;
 mod record;
+mod run_waits;
 mod server;
 mod shard;
 mod storage_wrap;

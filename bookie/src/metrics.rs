@@ -262,6 +262,11 @@ pub struct ShardMetrics {
     /// Read-ahead device reads, and the entries they brought beyond the asked one.
     pub read_ahead_runs: AtomicU64,
     pub read_ahead_entries: AtomicU64,
+    /// Reads the shard parked on a read-ahead run in flight (`run_waits`) instead of sending
+    /// each to a reader.
+    pub read_ahead_waits: AtomicU64,
+    /// Reads parked on runs in flight now.
+    pub read_ahead_parked: AtomicI64,
     pub ledgers: AtomicI64,
     pub journal_records: AtomicU64,
     pub journal_groups: AtomicU64,
@@ -539,7 +544,13 @@ impl Metrics {
             "",
             sum(|s| s.read_cache_count.load(Ordering::Relaxed)) as f64,
         );
-        let read_ahead: [(&str, Pick); 3] = [
+        gauge(
+            o,
+            "bookie_rs_read_ahead_parked",
+            "",
+            sum(|s| s.read_ahead_parked.load(Ordering::Relaxed)) as f64,
+        );
+        let read_ahead: [(&str, Pick); 4] = [
             ("bookie_rs_read_cache_hits_total", |s| {
                 s.read_cache_hits.load(Ordering::Relaxed) as i64
             }),
@@ -548,6 +559,9 @@ impl Metrics {
             }),
             ("bookie_rs_read_ahead_entries_total", |s| {
                 s.read_ahead_entries.load(Ordering::Relaxed) as i64
+            }),
+            ("bookie_rs_read_ahead_waits_total", |s| {
+                s.read_ahead_waits.load(Ordering::Relaxed) as i64
             }),
         ];
         for (name, pick) in read_ahead {

@@ -19,7 +19,7 @@ use storage::RealStorage;
 
 use crate::disk_share::Shared;
 use crate::ledger::{DiskRead, LedgerTable};
-use crate::mailbox::{ReadJob, RemoteReply, ShardHandle};
+use crate::mailbox::{ReadJob, RemoteReply, RunLanded, ShardHandle};
 use crate::metrics::Metrics;
 
 /// A reader thread's storage port: its own ring, taking turns in the bookie's disk share.
@@ -86,6 +86,12 @@ pub fn serve_reads(
 /// budget or has an earlier read deferred (keep their order); drops it if the connection
 /// closed.
 fn take_job(job: ReadJob, deferred: &mut VecDeque<ReadJob>, batch: &mut Vec<ReadJob>) {
+    if matches!(job.read, DiskRead::Prefetch { .. }) {
+        // No reply to send: neither the connection's room nor its end matter, and a run the
+        // shard parked reads on must always be reported (`run_waits`).
+        batch.push(job);
+        return;
+    }
     if job.conn.is_gone() {
         return;
     }
@@ -105,10 +111,16 @@ fn serve_batch(
     batch: &mut Vec<ReadJob>,
     peers: &[ShardHandle],
 ) {
-    let mut prefetches: Vec<(Arc<ReadView>, u64, u64)> = Vec::new();
+    // Per run: its view, ledger, first entry, and the shard to report it to.
+    let mut prefetches: Vec<(Arc<ReadView>, u64, u64, Option<usize>)> = Vec::new();
     batch.retain(|job| match job.read {
-        DiskRead::Prefetch { ledger, entry } => {
-            prefetches.push((job.view.clone(), ledger as u64, entry as u64));
+        DiskRead::Prefetch {
+            ledger,
+            entry,
+            report,
+        } => {
+            let report = report.then_some(job.origin);
+            prefetches.push((job.view.clone(), ledger as u64, entry as u64, report));
             false
         }
         _ => true,
@@ -160,12 +172,21 @@ fn serve_batch(
     }
     let due = reader.take_due();
     if let Some(view) = last_view {
-        prefetches.extend(due.into_iter().map(|(l, e)| (view.clone(), l, e)));
+        prefetches.extend(due.into_iter().map(|(l, e)| (view.clone(), l, e, None)));
     }
-    for (view, ledger, entry) in prefetches {
-        if let Err(e) = reader.prefetch(&view, ledger, entry) {
+    for (view, ledger, entry, report) in prefetches {
+        let entries = reader.prefetch(&view, ledger, entry).unwrap_or_else(|e| {
             // Only a read ahead: the entries are read again, and reported, when asked for.
             log::warn!("read-ahead of ledger {ledger} from entry {entry} failed: {e}");
+            0
+        });
+        if let Some(shard) = report {
+            // The shard only stops at process exit.
+            let _ = peers[shard].landed.send(RunLanded {
+                ledger: ledger as i64,
+                start: entry as i64,
+                entries,
+            });
         }
     }
 }
@@ -277,7 +298,7 @@ pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
             last_entry_body: None,
         },
         // Never sent: a prefetch has no request to answer.
-        DiskRead::Prefetch { ledger, entry } => Response::ReadEntry {
+        DiskRead::Prefetch { ledger, entry, .. } => Response::ReadEntry {
             status,
             ledger_id: ledger,
             entry_id: entry,

@@ -92,11 +92,13 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         let (rp_tx, rp_rx) = mpsc::unbounded_channel();
         let (cn_tx, cn_rx) = mpsc::unbounded_channel();
         let (ad_tx, ad_rx) = mpsc::unbounded_channel();
+        let (ld_tx, ld_rx) = mpsc::unbounded_channel();
         handles.push(ShardHandle {
             requests: rq_tx,
             replies: rp_tx,
             connections: cn_tx,
             admin: ad_tx,
+            landed: ld_tx,
             reply_budget: Arc::new(
                 ReplyBudget::new(
                     config.reply_bytes_per_connection,
@@ -113,6 +115,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             replies: rp_rx,
             connections: cn_rx,
             admin: ad_rx,
+            landed: ld_rx,
         });
     }
     let peers = Arc::new(handles);
@@ -423,6 +426,7 @@ fn shard_main(
             mut replies,
             mut connections,
             mut admin,
+            mut landed,
         } = inbox;
         let s = shard.clone();
         let admin_task = tokio::task::spawn_local(async move {
@@ -473,6 +477,17 @@ fn shard_main(
                 while let Ok(more) = replies.try_recv() {
                     shard.deliver_remote_reply(more);
                 }
+            }
+        });
+        let s = shard.clone();
+        let landed_task = tokio::task::spawn_local(async move {
+            while let Some(first) = landed.recv().await {
+                let mut shard = s.borrow_mut();
+                shard.run_landed(first);
+                while let Ok(more) = landed.try_recv() {
+                    shard.run_landed(more);
+                }
+                shard.drive();
             }
         });
         let s = shard.clone();
@@ -568,6 +583,7 @@ fn shard_main(
         }
         requests_task.abort();
         replies_task.abort();
+        landed_task.abort();
         journal_task.abort();
         flush_task.abort();
         admin_task.abort();

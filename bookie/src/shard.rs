@@ -13,6 +13,7 @@ use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::rc::{Rc, Weak};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -30,13 +31,14 @@ use crate::disk_share::DiskShare;
 use crate::ledger::{Answer, Decision, DiskRead, LedgerTable};
 use crate::ledger_storage::{self, LedgerStorageLink};
 use crate::mailbox::{
-    FlushJob, GcRequest, ReadJob, RemoteReply, RemoteRequest, ShardHandle, StoreEvent,
+    FlushJob, GcRequest, ReadJob, RemoteReply, RemoteRequest, RunLanded, ShardHandle, StoreEvent,
 };
 use crate::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
 use crate::read_thread;
 use crate::readonly::BookieState;
 use crate::reclaim::Reclaimer;
 use crate::record::{JournalRecord, HEADER_MAX};
+use crate::run_waits::RunWaits;
 
 /// Which shard owns `ledger`.
 pub fn shard_of(ledger: i64, shards: usize) -> usize {
@@ -76,7 +78,30 @@ impl Responder {
             Responder::Remote { shared, .. } => shared.is_gone(),
         }
     }
+
+    /// When the request was decoded (`metrics::now_us`).
+    fn since(&self) -> u64 {
+        match self {
+            Responder::Local { since, .. } | Responder::Remote { since, .. } => *since,
+        }
+    }
 }
+
+/// How a disk read reaches [`Shard::read_disk_via`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Via {
+    /// From a request.
+    Request,
+    /// Parked on a run that landed; `read`: it brought entries (else the read is not parked
+    /// again).
+    Run { read: bool },
+    /// Parked on a run that did not land in time.
+    Late,
+}
+
+/// How long a read waits in the shard for a read-ahead run (`run_waits`) before it goes to a
+/// reader by itself. A run is one device read; this only bounds a reader that never reports.
+const RUN_WAIT_DEADLINE: Duration = Duration::from_secs(2);
 
 /// Whether a request only reads (nothing changes if it is dropped unanswered).
 fn read_only_request(request: &Request) -> bool {
@@ -197,6 +222,8 @@ pub struct Shard {
     journal_dir: PathBuf,
     /// The fastest a flush may write (`flush_rate_bytes_per_sec`; 0: unpaced).
     flush_rate_ceiling: u64,
+    /// Cache-miss reads waiting for a read-ahead run in flight, with where they answer.
+    run_waits: RunWaits<(DiskRead, Responder)>,
     pub stats: ShardStats,
 }
 
@@ -317,6 +344,10 @@ impl Shard {
             flush_interval: config.flush_interval,
             flush_rate_ceiling: config.flush_rate_bytes_per_sec,
             journal_dir: journal_dir.clone(),
+            run_waits: RunWaits::new(
+                config.read_ahead.batch_entries as u64,
+                2 * config.read_ahead.batch_entries.max(1),
+            ),
             stats: ShardStats::default(),
         };
         Ok((shard, flush_done))
@@ -646,10 +677,18 @@ impl Shard {
 
     /// Hands a cache miss to the shard's reader thread (bounded queue: full means busy).
     fn read_disk(&mut self, read: DiskRead, to: Responder) {
+        self.read_disk_via(read, to, Via::Request);
+    }
+
+    /// As [`read_disk`](Self::read_disk), for a read that comes `via` a request, a run it was
+    /// parked on, or a run that never landed.
+    fn read_disk_via(&mut self, read: DiskRead, to: Responder, via: Via) {
         // An entry read ahead by a reader: answered here, no hop to a reader thread. When it
-        // starts a sequential reader's run, the run after it is read ahead meanwhile.
+        // starts a sequential reader's run, the run after it is read ahead meanwhile. A miss
+        // that a run in flight will bring, or that continues the last run, waits here for
+        // the run (`run_waits`) instead of crossing to a reader.
         if let (
-            DiskRead::Entry {
+            &DiskRead::Entry {
                 ledger,
                 entry,
                 reply_entry_id,
@@ -658,25 +697,47 @@ impl Shard {
             Some(cache),
         ) = (&read, &self.store.read_cache)
         {
-            let (hit, next) = cache
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take_and_trigger(*ledger as u64, *entry as u64);
+            let (hit, next, follows) = {
+                let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+                let (hit, next) = cache.take_and_trigger(ledger as u64, entry as u64);
+                let follows = hit.is_none() && cache.follows_run(ledger as u64, entry as u64);
+                (hit, next, follows)
+            };
             if let Some(body) = hit {
                 if let Some(next) = next {
-                    let prefetch = DiskRead::Prefetch {
-                        ledger: *ledger,
-                        entry: next as i64,
-                    };
-                    // Best effort: a full queue means the readers have real reads to do.
-                    let _ = self.store.read_jobs.try_send(self.read_job(prefetch, &to));
+                    self.ask_run(ledger, next, &to);
                 }
-                let reply =
-                    read_thread::entry_reply(*ledger, *reply_entry_id, *max_lac, Some(body));
+                if via != Via::Request {
+                    // It waited for the device: a cache-miss read as far as its latency goes.
+                    self.m().stage(Stage::CacheMissRead, to.since());
+                }
+                let reply = read_thread::entry_reply(ledger, reply_entry_id, max_lac, Some(body));
                 self.respond(to, reply);
                 return;
             }
+            if matches!(via, Via::Request | Via::Run { read: true }) && entry >= 0 {
+                let (l, e) = (ledger as u64, entry as u64);
+                let parked = match self.run_waits.park(l, e, (read, to)) {
+                    Ok(()) => Ok(()),
+                    Err(back) if follows && self.ask_run(ledger, e, &back.1) => {
+                        self.run_waits.park(l, e, back)
+                    }
+                    Err(back) => Err(back),
+                };
+                match parked {
+                    Ok(()) => {
+                        self.m().read_ahead_waits.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                    Err((read, to)) => return self.send_to_reader(read, to),
+                }
+            }
         }
+        self.send_to_reader(read, to);
+    }
+
+    /// Queues `read` for the shard's readers (full: ETOOMANYREQUESTS).
+    fn send_to_reader(&mut self, read: DiskRead, to: Responder) {
         let job = self.read_job(read, &to);
         if let Err(err) = self.store.read_jobs.try_send(job) {
             self.stats.rejected_busy += 1;
@@ -686,6 +747,54 @@ impl Shard {
             };
             let reply = read_thread::error_reply(&job.read, StatusCode::ETOOMANYREQUESTS);
             self.respond(to, reply);
+        }
+    }
+
+    /// Asks a reader for the run of `ledger` from `start` (into the read-ahead cache), unless
+    /// it is in flight already; true when it is in flight now. Best effort: a full queue means
+    /// the readers have real reads to do.
+    fn ask_run(&mut self, ledger: i64, start: u64, to: &Responder) -> bool {
+        if self.run_waits.in_flight(ledger as u64, start) {
+            return true;
+        }
+        let prefetch = DiskRead::Prefetch {
+            ledger,
+            entry: start as i64,
+            report: true,
+        };
+        let mut job = self.read_job(prefetch, to);
+        // The report goes to this shard, which parks the reads, whoever holds the connection.
+        job.origin = self.id;
+        if self.store.read_jobs.try_send(job).is_err() {
+            return false;
+        }
+        self.run_waits.asked(ledger as u64, start, now_us());
+        true
+    }
+
+    /// A reader's report of a run asked by [`ask_run`](Self::ask_run): the reads parked on it
+    /// are answered from the read-ahead cache, or go on to a reader. When the run brought
+    /// nothing, they are not parked again (they would wait on the same nothing).
+    pub fn run_landed(&mut self, landed: RunLanded) {
+        let reads = self
+            .run_waits
+            .landed(landed.ledger as u64, landed.start as u64);
+        let via = Via::Run {
+            read: landed.entries > 0,
+        };
+        for (read, to) in reads {
+            self.read_disk_via(read, to, via);
+        }
+    }
+
+    /// Reads parked on a run that has not landed in `RUN_WAIT_DEADLINE` go to a reader.
+    fn expire_run_waits(&mut self) {
+        if self.run_waits.is_empty() {
+            return;
+        }
+        let deadline = now_us().saturating_sub(RUN_WAIT_DEADLINE.as_micros() as u64);
+        for (read, to) in self.run_waits.expired(deadline) {
+            self.read_disk_via(read, to, Via::Late);
         }
     }
 
@@ -973,6 +1082,7 @@ impl Shard {
             }
         }
         self.append_blocked();
+        self.expire_run_waits();
         if let Some(at) = self.journal.next_deadline_us() {
             if at < self.journal_timer_at_us {
                 self.journal_timer_at_us = at;
@@ -1139,6 +1249,8 @@ impl Shard {
             Relaxed,
         );
         m.ledgers.store(self.table.len() as i64, Relaxed);
+        m.read_ahead_parked
+            .store(self.run_waits.parked() as i64, Relaxed);
         m.journal_records.store(j.records, Relaxed);
         m.journal_groups.store(j.groups, Relaxed);
         m.journal_syncs.store(j.syncs, Relaxed);
