@@ -130,6 +130,16 @@ pub struct ConnShared {
 }
 
 impl ConnShared {
+    /// The state of no connection, for work that replies to nobody (a read-ahead run): never
+    /// gone, always with room.
+    pub fn detached(budget: Arc<ReplyBudget>) -> ConnShared {
+        ConnShared {
+            gone: AtomicBool::new(false),
+            unwritten: AtomicUsize::new(0),
+            budget,
+        }
+    }
+
     /// Whether the connection is closed (its replies would be dropped).
     pub fn is_gone(&self) -> bool {
         self.gone.load(Ordering::Relaxed)

@@ -224,6 +224,8 @@ pub struct Shard {
     flush_rate_ceiling: u64,
     /// Cache-miss reads waiting for a read-ahead run in flight, with where they answer.
     run_waits: RunWaits<(DiskRead, Responder)>,
+    /// The connection state of read-ahead runs, which reply to nobody.
+    no_conn: Arc<ConnShared>,
     pub stats: ShardStats,
 }
 
@@ -314,6 +316,7 @@ impl Shard {
                 .map(|(f, o, k)| format!("; torn tail cut in {f} at {o} ({k})"))
                 .unwrap_or_default()
         );
+        let no_conn = Arc::new(ConnShared::detached(peers[id].reply_budget.clone()));
         let shard = Shard {
             id,
             shards: peers.len(),
@@ -348,6 +351,7 @@ impl Shard {
                 config.read_ahead.batch_entries as u64,
                 2 * config.read_ahead.batch_entries.max(1),
             ),
+            no_conn,
             stats: ShardStats::default(),
         };
         Ok((shard, flush_done))
@@ -705,7 +709,11 @@ impl Shard {
             };
             if let Some(body) = hit {
                 if let Some(next) = next {
-                    self.ask_run(ledger, next, &to);
+                    // The reader took the trigger before the run after it landed: keep it two
+                    // runs ahead, so that the device is never idle while it reads on.
+                    if !self.run_waits.chain(ledger as u64, next) {
+                        self.ask_run(ledger, next);
+                    }
                 }
                 if via != Via::Request {
                     // It waited for the device: a cache-miss read as far as its latency goes.
@@ -719,7 +727,7 @@ impl Shard {
                 let (l, e) = (ledger as u64, entry as u64);
                 let parked = match self.run_waits.park(l, e, (read, to)) {
                     Ok(()) => Ok(()),
-                    Err(back) if follows && self.ask_run(ledger, e, &back.1) => {
+                    Err(back) if follows && self.ask_run(ledger, e) => {
                         self.run_waits.park(l, e, back)
                     }
                     Err(back) => Err(back),
@@ -753,18 +761,25 @@ impl Shard {
     /// Asks a reader for the run of `ledger` from `start` (into the read-ahead cache), unless
     /// it is in flight already; true when it is in flight now. Best effort: a full queue means
     /// the readers have real reads to do.
-    fn ask_run(&mut self, ledger: i64, start: u64, to: &Responder) -> bool {
+    fn ask_run(&mut self, ledger: i64, start: u64) -> bool {
         if self.run_waits.in_flight(ledger as u64, start) {
             return true;
         }
-        let prefetch = DiskRead::Prefetch {
-            ledger,
-            entry: start as i64,
-            report: true,
+        let job = ReadJob {
+            timing: 0,
+            view: self.store.view.clone(),
+            read: DiskRead::Prefetch {
+                ledger,
+                entry: start as i64,
+                report: true,
+            },
+            // The report goes to this shard, which parks the reads, whoever holds their
+            // connections; the run itself is for no connection.
+            origin: self.id,
+            conn_id: 0,
+            conn: self.no_conn.clone(),
+            header: ResponseHeader::V2 { version: 2 },
         };
-        let mut job = self.read_job(prefetch, to);
-        // The report goes to this shard, which parks the reads, whoever holds the connection.
-        job.origin = self.id;
         if self.store.read_jobs.try_send(job).is_err() {
             return false;
         }
@@ -775,15 +790,30 @@ impl Shard {
     /// A reader's report of a run asked by [`ask_run`](Self::ask_run): the reads parked on it
     /// are answered from the read-ahead cache, or go on to a reader. When the run brought
     /// nothing, they are not parked again (they would wait on the same nothing).
+    ///
+    /// The reader is kept two runs ahead of a catch-up client: when the client was already
+    /// waiting for this run, or took its trigger before it landed, the run after the next is
+    /// asked for as soon as the next is known (`RunWaits::chain`).
     pub fn run_landed(&mut self, landed: RunLanded) {
-        let reads = self
-            .run_waits
-            .landed(landed.ledger as u64, landed.start as u64);
+        let (ledger, start) = (landed.ledger as u64, landed.start as u64);
+        let (reads, chain) = self.run_waits.landed(ledger, start);
+        let waited = !reads.is_empty();
         let via = Via::Run {
             read: landed.entries > 0,
         };
         for (read, to) in reads {
             self.read_disk_via(read, to, via);
+        }
+        if landed.entries == 0 {
+            return;
+        }
+        let end = start + landed.entries as u64;
+        if chain {
+            self.ask_run(landed.ledger, end);
+        }
+        if waited {
+            // Serving the parked reads took this run's trigger, which asked for the next.
+            self.run_waits.chain(ledger, end);
         }
     }
 
