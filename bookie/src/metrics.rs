@@ -273,6 +273,9 @@ pub struct ShardMetrics {
     pub journal_syncs: AtomicU64,
     pub journal_bytes: AtomicU64,
     pub journal_flush_max_wait: AtomicU64,
+    /// Appends the journal refused (backpressure): no free group buffer, no next segment.
+    pub journal_refused_no_buffer: AtomicU64,
+    pub journal_refused_no_segment: AtomicU64,
     pub journal_flush_bytes: AtomicU64,
     pub journal_flush_entries: AtomicU64,
     pub journal_flush_queue_empty: AtomicU64,
@@ -505,7 +508,13 @@ impl Metrics {
                 let _ = writeln!(o, "{name}{{journalIndex=\"{j}\"}} {}", pick(s));
             }
         }
-        let ours: [(&str, Pick); 4] = [
+        let ours: [(&str, Pick); 6] = [
+            ("bookie_rs_journal_refused_no_buffer_total", |s| {
+                s.journal_refused_no_buffer.load(Ordering::Relaxed) as i64
+            }),
+            ("bookie_rs_journal_refused_no_segment_total", |s| {
+                s.journal_refused_no_segment.load(Ordering::Relaxed) as i64
+            }),
             ("bookie_rs_journal_records_total", |s| {
                 s.journal_records.load(Ordering::Relaxed) as i64
             }),

@@ -1286,6 +1286,10 @@ impl Shard {
         m.journal_syncs.store(j.syncs, Relaxed);
         m.journal_bytes.store(j.bytes_written, Relaxed);
         m.journal_flush_max_wait.store(j.flushes_max_wait, Relaxed);
+        m.journal_refused_no_buffer
+            .store(j.refused_no_buffer, Relaxed);
+        m.journal_refused_no_segment
+            .store(j.refused_no_segment, Relaxed);
         m.journal_flush_bytes.store(j.flushes_bytes, Relaxed);
         m.journal_flush_entries.store(j.flushes_records, Relaxed);
         m.journal_flush_queue_empty

@@ -50,6 +50,10 @@ pub struct JournalStats {
     pub flushes_queue_empty: u64,
     pub flushes_idle: u64,
     pub flushes_full: u64,
+    /// Appends refused with backpressure: every group buffer in use, or the next segment not
+    /// prepared yet when the active one is full.
+    pub refused_no_buffer: u64,
+    pub refused_no_segment: u64,
 }
 
 /// When a durable group of records went through the journal's steps, in the owner's clock (the
@@ -652,9 +656,11 @@ impl<S: Storage> Journal<S> {
 
     fn open_group(&mut self, now_us: u64) -> Result<(), AppendError> {
         let Some(seg) = self.active.as_ref() else {
+            self.stats.refused_no_segment += 1;
             return Err(AppendError::Backpressure);
         };
         let Some(buf) = self.spare.pop() else {
+            self.stats.refused_no_buffer += 1;
             return Err(AppendError::Backpressure);
         };
         self.open = Some(Group {
@@ -709,6 +715,7 @@ impl<S: Storage> Journal<S> {
     /// Ends the active segment with a seal block and moves to the prepared one.
     fn rotate(&mut self) -> Result<(), AppendError> {
         if self.ready.is_none() || self.seal_buf.is_none() {
+            self.stats.refused_no_segment += 1;
             self.pump();
             return Err(AppendError::Backpressure);
         }

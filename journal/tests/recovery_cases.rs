@@ -1791,3 +1791,27 @@ fn failed_open_removes_the_files_it_created() {
         );
     }
 }
+
+/// Backpressure says why: appends without letting the journal write (no tick, no wait) fill
+/// every group buffer, and the refusals are counted as such, not as a missing segment.
+#[test]
+fn refused_appends_are_counted_by_cause() {
+    let disk = sim(23);
+    let cfg = config();
+    let (mut j, _) = open(&disk, &cfg, 0);
+    let mut refused = 0;
+    for step in 0..10_000u64 {
+        match j.append(&payload(step, 1000), disk.now_us()) {
+            Ok(_) => {}
+            Err(AppendError::Backpressure) => {
+                refused += 1;
+                break;
+            }
+            Err(e) => panic!("unexpected append error {e}"),
+        }
+    }
+    assert_eq!(refused, 1, "the buffers filled up");
+    let stats = j.stats();
+    assert_eq!(stats.refused_no_buffer, 1);
+    assert_eq!(stats.refused_no_segment, 0);
+}

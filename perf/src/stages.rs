@@ -407,6 +407,19 @@ pub struct StageRow {
     pub mean_us: Option<f64>,
 }
 
+/// Our bookie's read-ahead over the window (`bookie_rs_read_*` counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadAhead {
+    /// Device reads of runs.
+    pub runs: u64,
+    /// Entries they brought beyond the asked ones.
+    pub entries: u64,
+    /// Reads answered from the read-ahead cache.
+    pub hits: u64,
+    /// Reads that waited in the shard for the run bringing them (`None`: an older bookie).
+    pub waits: Option<u64>,
+}
+
 /// The per-stage and per-thread breakdown of a run.
 #[derive(Clone, Debug)]
 pub struct Breakdown {
@@ -419,9 +432,8 @@ pub struct Breakdown {
     pub unmapped: Vec<&'static str>,
     pub bookie_threads: Vec<ThreadTime>,
     pub bkperf_threads: Vec<ThreadTime>,
-    /// Our bookie's read-ahead over the window: device reads of runs, the entries they
-    /// brought beyond the asked ones, and reads answered from the read-ahead cache.
-    pub read_ahead: Option<(u64, u64, u64)>,
+    /// Our bookie's read-ahead over the window.
+    pub read_ahead: Option<ReadAhead>,
     pub notes: Vec<String>,
 }
 
@@ -480,7 +492,24 @@ pub fn breakdown(source: &str, before: &Before, after: &str, exited: &[ThreadTim
         counter_delta(&b, &a, "bookie_rs_read_ahead_entries_total"),
         counter_delta(&b, &a, "bookie_rs_read_cache_hits_total"),
     ) {
-        out.read_ahead = Some((runs, entries, hits));
+        out.read_ahead = Some(ReadAhead {
+            runs,
+            entries,
+            hits,
+            waits: counter_delta(&b, &a, "bookie_rs_read_ahead_waits_total"),
+        });
+    }
+    let refused = |cause: &str| {
+        let name = format!("bookie_rs_journal_refused_{cause}_total");
+        counter_delta(&b, &a, &name).unwrap_or(0)
+    };
+    let (no_buffer, no_segment) = (refused("no_buffer"), refused("no_segment"));
+    if no_buffer + no_segment > 0 {
+        out.notes.push(format!(
+            "the journal refused appends (backpressure, the journal_blocked stage): \
+             {no_buffer} with every group buffer in use, {no_segment} waiting for the next \
+             segment to be prepared"
+        ));
     }
     match kind {
         BookieKind::Rust => rust_stages(&b, &a, &mut out),
@@ -629,10 +658,15 @@ impl Breakdown {
         }
         s.push_str(&t.render());
         s.push_str("\nstage latency in microseconds (upper bounds of ≤19 % buckets)\n");
-        if let Some((runs, entries, hits)) = self.read_ahead {
+        if let Some(ra) = self.read_ahead {
+            let waits = ra
+                .waits
+                .map(|w| format!(", {w} of them after waiting in the shard for their run"))
+                .unwrap_or_default();
             s.push_str(&format!(
-                "read-ahead: {runs} device reads of runs brought {entries} entries ahead; \
-                 {hits} reads answered from the read-ahead cache\n"
+                "read-ahead: {} device reads of runs brought {} entries ahead; \
+                 {} reads answered from the read-ahead cache{waits}\n",
+                ra.runs, ra.entries, ra.hits
             ));
         }
         if !self.unmapped.is_empty() {
@@ -694,10 +728,11 @@ impl Breakdown {
                 "mean_us": round(r.mean_us),
             })).collect::<Vec<_>>(),
             "tail_owner": self.tail_owner().map(|r| r.stage),
-            "read_ahead": self.read_ahead.map(|(runs, entries, hits)| json!({
-                "device_reads": runs,
-                "entries_ahead": entries,
-                "cache_hits": hits,
+            "read_ahead": self.read_ahead.map(|ra| json!({
+                "device_reads": ra.runs,
+                "entries_ahead": ra.entries,
+                "cache_hits": ra.hits,
+                "shard_waits": ra.waits,
             })),
             "unmapped": self.unmapped,
             "threads": {
