@@ -20,9 +20,6 @@ use std::collections::HashMap;
 /// A run in flight and the reads waiting for it.
 struct Waiting<T> {
     start: u64,
-    /// Ask for the run after it as soon as it lands (the reader is to be kept two runs
-    /// ahead: it caught up with this one, or took the trigger before it landed).
-    chain: bool,
     /// When the run was asked for (µs, the shard's clock).
     since_us: u64,
     reads: Vec<T>,
@@ -63,26 +60,9 @@ impl<T> RunWaits<T> {
         }
         self.runs.entry(ledger).or_default().push(Waiting {
             start,
-            chain: false,
             since_us: now_us,
             reads: Vec::new(),
         });
-    }
-
-    /// Marks the run of `ledger` from `start`, if in flight, to have the run after it asked
-    /// for as soon as it lands; false when no such run is in flight.
-    pub fn chain(&mut self, ledger: u64, start: u64) -> bool {
-        let run = self
-            .runs
-            .get_mut(&ledger)
-            .and_then(|runs| runs.iter_mut().find(|w| w.start == start));
-        match run {
-            Some(w) => {
-                w.chain = true;
-                true
-            }
-            None => false,
-        }
     }
 
     /// Parks `read` of `entry` on the run in flight that covers it; gives it back when none
@@ -104,21 +84,20 @@ impl<T> RunWaits<T> {
     }
 
     /// The run of `ledger` from `start` landed (or will not): the reads parked on it, in the
-    /// order they came, and whether the run after it is to be asked for now
-    /// ([`chain`](Self::chain)).
-    pub fn landed(&mut self, ledger: u64, start: u64) -> (Vec<T>, bool) {
+    /// order they came.
+    pub fn landed(&mut self, ledger: u64, start: u64) -> Vec<T> {
         let Some(runs) = self.runs.get_mut(&ledger) else {
-            return (Vec::new(), false);
+            return Vec::new();
         };
         let Some(at) = runs.iter().position(|w| w.start == start) else {
-            return (Vec::new(), false);
+            return Vec::new();
         };
         let run = runs.swap_remove(at);
         if runs.is_empty() {
             self.runs.remove(&ledger);
         }
         self.parked -= run.reads.len();
-        (run.reads, run.chain)
+        run.reads
     }
 
     /// The reads of every run asked for before `deadline_us` (a run that never lands: its
@@ -170,15 +149,11 @@ mod tests {
             assert_eq!(w.park(7, e, e), Ok(()));
         }
         assert_eq!(w.parked(), 3);
-        assert!(w.landed(7, 101).0.is_empty(), "not the run in flight");
-        assert_eq!(
-            w.landed(7, 100),
-            (vec![100, 150, 199], false),
-            "in arrival order"
-        );
+        assert!(w.landed(7, 101).is_empty(), "not the run in flight");
+        assert_eq!(w.landed(7, 100), vec![100, 150, 199], "in arrival order");
         assert_eq!(w.parked(), 0);
         assert!(w.is_empty());
-        assert!(w.landed(7, 100).0.is_empty(), "a run lands once");
+        assert!(w.landed(7, 100).is_empty(), "a run lands once");
     }
 
     #[test]
@@ -189,19 +164,8 @@ mod tests {
         assert_eq!(w.park(1, 0, 0), Ok(()));
         assert_eq!(w.park(1, 1, 1), Ok(()));
         assert_eq!(w.park(1, 2, 2), Err(2), "full");
-        assert_eq!(w.landed(1, 0), (vec![0, 1], false));
+        assert_eq!(w.landed(1, 0), vec![0, 1]);
         assert!(w.is_empty(), "asked twice, one run");
-    }
-
-    #[test]
-    fn a_chained_run_says_so_when_it_lands() {
-        let mut w: RunWaits<u64> = RunWaits::new(100, 10);
-        assert!(!w.chain(1, 0), "nothing in flight");
-        w.asked(1, 0, 0);
-        w.asked(1, 100, 0);
-        assert!(w.chain(1, 100));
-        assert_eq!(w.landed(1, 0), (vec![], false));
-        assert_eq!(w.landed(1, 100), (vec![], true));
     }
 
     #[test]

@@ -709,11 +709,7 @@ impl Shard {
             };
             if let Some(body) = hit {
                 if let Some(next) = next {
-                    // The reader took the trigger before the run after it landed: keep it two
-                    // runs ahead, so that the device is never idle while it reads on.
-                    if !self.run_waits.chain(ledger as u64, next) {
-                        self.ask_run(ledger, next);
-                    }
+                    self.ask_run(ledger, next);
                 }
                 if via != Via::Request {
                     // It waited for the device: a cache-miss read as far as its latency goes.
@@ -790,30 +786,15 @@ impl Shard {
     /// A reader's report of a run asked by [`ask_run`](Self::ask_run): the reads parked on it
     /// are answered from the read-ahead cache, or go on to a reader. When the run brought
     /// nothing, they are not parked again (they would wait on the same nothing).
-    ///
-    /// The reader is kept two runs ahead of a catch-up client: when the client was already
-    /// waiting for this run, or took its trigger before it landed, the run after the next is
-    /// asked for as soon as the next is known (`RunWaits::chain`).
     pub fn run_landed(&mut self, landed: RunLanded) {
-        let (ledger, start) = (landed.ledger as u64, landed.start as u64);
-        let (reads, chain) = self.run_waits.landed(ledger, start);
-        let waited = !reads.is_empty();
+        let reads = self
+            .run_waits
+            .landed(landed.ledger as u64, landed.start as u64);
         let via = Via::Run {
             read: landed.entries > 0,
         };
         for (read, to) in reads {
             self.read_disk_via(read, to, via);
-        }
-        if landed.entries == 0 {
-            return;
-        }
-        let end = start + landed.entries as u64;
-        if chain {
-            self.ask_run(landed.ledger, end);
-        }
-        if waited {
-            // Serving the parked reads took this run's trigger, which asked for the next.
-            self.run_waits.chain(ledger, end);
         }
     }
 

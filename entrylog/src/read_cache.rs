@@ -15,9 +15,8 @@
 //! next run starts ([`ReadCache::take_and_trigger`]), and the taker asks a reader thread to
 //! read that run before it is asked for (`Reader::prefetch`). A broker reading batches of 100
 //! then finds each batch in the cache while the next one is read, instead of waiting on one
-//! device read per batch. The bookie's shard may keep a reader that waits on its runs two runs
-//! ahead (`bookie::run_waits`), so at most two runs per ledger are read unasked: a reader that
-//! stops leaves them to age out.
+//! device read per batch. At most one run per ledger is read unasked: a reader that stops
+//! leaves one run to age out.
 //!
 //! Entries are immutable once written (a ledger's entry id is assigned once by its single
 //! writer; recovery rewrites the same bytes), so a cached entry never goes stale; entries of a
