@@ -423,10 +423,10 @@ fn shard_main(
         let journal_task = tokio::task::spawn_local(drive_journal(shard.clone(), eventfd));
         let ShardInbox {
             mut requests,
-            mut replies,
+            replies,
             mut connections,
             mut admin,
-            mut landed,
+            landed,
         } = inbox;
         let s = shard.clone();
         let admin_task = tokio::task::spawn_local(async move {
@@ -469,27 +469,15 @@ fn shard_main(
                 shard.drive();
             }
         });
-        let s = shard.clone();
-        let replies_task = tokio::task::spawn_local(async move {
-            while let Some(first) = replies.recv().await {
-                let mut shard = s.borrow_mut();
-                shard.deliver_remote_reply(first);
-                while let Ok(more) = replies.try_recv() {
-                    shard.deliver_remote_reply(more);
-                }
-            }
-        });
-        let s = shard.clone();
-        let landed_task = tokio::task::spawn_local(async move {
-            while let Some(first) = landed.recv().await {
-                let mut shard = s.borrow_mut();
-                shard.run_landed(first);
-                while let Ok(more) = landed.try_recv() {
-                    shard.run_landed(more);
-                }
-                shard.drive();
-            }
-        });
+        let replies_task = tokio::task::spawn_local(serve_inbox(
+            shard.clone(),
+            replies,
+            Shard::deliver_remote_reply,
+            false,
+        ));
+        // A run landing answers reads: let the shard write and flush after them.
+        let landed_task =
+            tokio::task::spawn_local(serve_inbox(shard.clone(), landed, Shard::run_landed, true));
         let s = shard.clone();
         let flush_task = tokio::task::spawn_local(async move {
             while let Some(done) = flush_done.recv().await {
@@ -622,6 +610,26 @@ fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.set_reuseport(true)?;
     socket.bind(addr)?;
     socket.listen(1024)
+}
+
+/// Handles whatever waits in `inbox` each time it wakes, one message at a time on the shard,
+/// then lets the shard make progress (`drive`) when `drive` says so.
+async fn serve_inbox<T>(
+    shard: Rc<RefCell<Shard>>,
+    mut inbox: mpsc::UnboundedReceiver<T>,
+    handle: fn(&mut Shard, T),
+    drive: bool,
+) {
+    while let Some(first) = inbox.recv().await {
+        let mut shard = shard.borrow_mut();
+        handle(&mut shard, first);
+        while let Ok(more) = inbox.try_recv() {
+            handle(&mut shard, more);
+        }
+        if drive {
+            shard.drive();
+        }
+    }
 }
 
 /// Wakes on the journal ring's completions (eventfd) or the group timer, and makes progress.
