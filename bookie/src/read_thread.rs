@@ -53,25 +53,24 @@ pub fn serve_reads(
             batch.push(job);
         }
         if batch.is_empty() {
+            // With reads deferred, look at them again every millisecond; meanwhile keep taking
+            // the other connections' reads (a full set of deferred reads must not stop them).
             let next = if deferred.is_empty() {
                 jobs.recv().map_err(|_| true)
-            } else if deferred.len() >= max_deferred {
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
             } else {
                 jobs.recv_timeout(Duration::from_millis(1))
                     .map_err(|e| e == crossbeam_channel::RecvTimeoutError::Disconnected)
             };
             match next {
-                Ok(job) => take_job(job, &mut deferred, &mut batch),
+                Ok(job) => take_job(job, &mut deferred, &mut batch, max_deferred, peers),
                 Err(true) => return,
                 Err(false) => continue,
             }
         }
         // Whatever else waits joins the batch: its reads go in flight together.
-        while batch.len() < max_batch && deferred.len() < max_deferred {
+        while batch.len() < max_batch {
             match jobs.try_recv() {
-                Ok(job) => take_job(job, &mut deferred, &mut batch),
+                Ok(job) => take_job(job, &mut deferred, &mut batch, max_deferred, peers),
                 Err(_) => break,
             }
         }
@@ -84,8 +83,16 @@ pub fn serve_reads(
 
 /// Puts a job in the batch, or among the deferred when its connection is over its reply
 /// budget or has an earlier read deferred (keep their order); drops it if the connection
-/// closed.
-fn take_job(job: ReadJob, deferred: &mut VecDeque<ReadJob>, batch: &mut Vec<ReadJob>) {
+/// closed. With `max_deferred` reads deferred already, a read that would wait too is answered
+/// ETOOMANYREQUESTS at once (as a Java bookie answers a read its full read pool cannot
+/// queue): clients that stop reading their replies cannot make the reader ignore the others.
+fn take_job(
+    job: ReadJob,
+    deferred: &mut VecDeque<ReadJob>,
+    batch: &mut Vec<ReadJob>,
+    max_deferred: usize,
+    peers: &[ShardHandle],
+) {
     if matches!(job.read, DiskRead::Prefetch { .. }) {
         // No reply to send: neither the connection's room nor its end matter, and a run the
         // shard parked reads on must always be reported (`run_waits`).
@@ -96,10 +103,20 @@ fn take_job(job: ReadJob, deferred: &mut VecDeque<ReadJob>, batch: &mut Vec<Read
         return;
     }
     let behind = deferred.iter().any(|d| Arc::ptr_eq(&d.conn, &job.conn));
-    if behind || !job.conn.has_room() {
+    if !behind && job.conn.has_room() {
+        batch.push(job);
+    } else if deferred.len() < max_deferred {
         deferred.push_back(job);
     } else {
-        batch.push(job);
+        let response = error_reply(&job.read, StatusCode::ETOOMANYREQUESTS);
+        reply(
+            peers,
+            job.origin,
+            job.conn_id,
+            job.header,
+            response,
+            job.timing,
+        );
     }
 }
 

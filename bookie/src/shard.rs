@@ -92,9 +92,12 @@ impl Responder {
 enum Via {
     /// From a request.
     Request,
-    /// Parked on a run that landed; `read`: it brought entries (else the read is not parked
-    /// again).
-    Run { read: bool },
+    /// Parked on a run that landed, which ended before `end` (`None`: it brought nothing). A
+    /// read of an entry the run held that still misses (a second read of an entry taken by
+    /// the first, or one evicted since) goes to a reader: parking it again on a new run of the
+    /// same entries would let a client that repeats its reads starve the others. Only a read
+    /// past the run may wait for the next one.
+    Run { end: Option<u64> },
     /// Parked on a run that did not land in time.
     Late,
 }
@@ -719,7 +722,12 @@ impl Shard {
                 self.respond(to, reply);
                 return;
             }
-            if matches!(via, Via::Request | Via::Run { read: true }) && entry >= 0 {
+            let may_park = match via {
+                Via::Request => true,
+                Via::Run { end } => end.is_some_and(|end| entry >= 0 && entry as u64 >= end),
+                Via::Late => false,
+            };
+            if may_park && entry >= 0 {
                 let (l, e) = (ledger as u64, entry as u64);
                 let parked = match self.run_waits.park(l, e, (read, to)) {
                     Ok(()) => Ok(()),
@@ -784,14 +792,14 @@ impl Shard {
     }
 
     /// A reader's report of a run asked by [`ask_run`](Self::ask_run): the reads parked on it
-    /// are answered from the read-ahead cache, or go on to a reader. When the run brought
-    /// nothing, they are not parked again (they would wait on the same nothing).
+    /// are answered from the read-ahead cache, or go on to a reader ([`Via::Run`]: only a read
+    /// past the run may wait again, for the next run).
     pub fn run_landed(&mut self, landed: RunLanded) {
         let reads = self
             .run_waits
             .landed(landed.ledger as u64, landed.start as u64);
         let via = Via::Run {
-            read: landed.entries > 0,
+            end: (landed.entries > 0).then_some(landed.start as u64 + landed.entries as u64),
         };
         for (read, to) in reads {
             self.read_disk_via(read, to, via);
