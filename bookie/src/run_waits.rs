@@ -13,7 +13,9 @@
 //! A parked read never waits on nothing: the reader reports every run it was asked for, read
 //! or not (0 entries: cached already, not in the store, or failed), and the shard sends what a
 //! run with no entries leaves, and what waited longer than its deadline, to a reader as an
-//! ordinary miss, which is not parked again.
+//! ordinary miss, which is not parked again. Nor is a read of an entry a landed run held that
+//! still misses (a second read of an entry the first took): only a read past the run may wait
+//! for the next one, so a client repeating its reads cannot keep the others waiting.
 
 use std::collections::HashMap;
 
