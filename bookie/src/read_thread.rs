@@ -108,14 +108,10 @@ fn take_job(
     } else if deferred.len() < max_deferred {
         deferred.push_back(job);
     } else {
-        let response = error_reply(&job.read, StatusCode::ETOOMANYREQUESTS);
-        reply(
+        answer(
             peers,
-            job.origin,
-            job.conn_id,
-            job.header,
-            response,
-            job.timing,
+            &job,
+            error_reply(&job.read, StatusCode::ETOOMANYREQUESTS),
         );
     }
 }
@@ -177,14 +173,10 @@ fn serve_batch(
         }
     }
     for (job, response) in batch.drain(..).zip(responses) {
-        let response = response.expect("every read of the batch answered");
-        reply(
+        answer(
             peers,
-            job.origin,
-            job.conn_id,
-            job.header,
-            response,
-            job.timing,
+            &job,
+            response.expect("every read of the batch answered"),
         );
     }
     let due = reader.take_due();
@@ -242,6 +234,18 @@ impl ReadStats {
             m.read_cache_hits.fetch_max(hits, Ordering::Relaxed);
         }
     }
+}
+
+/// Sends `response` to the shard holding `job`'s connection.
+fn answer(peers: &[ShardHandle], job: &ReadJob, response: Response) {
+    reply(
+        peers,
+        job.origin,
+        job.conn_id,
+        job.header,
+        response,
+        job.timing,
+    );
 }
 
 pub fn reply(
