@@ -722,12 +722,13 @@ impl Shard {
                 self.respond(to, reply);
                 return;
             }
-            let may_park = match via {
-                Via::Request => true,
-                Via::Run { end } => end.is_some_and(|end| entry >= 0 && entry as u64 >= end),
-                Via::Late => false,
-            };
-            if may_park && entry >= 0 {
+            let may_park = entry >= 0
+                && match via {
+                    Via::Request => true,
+                    Via::Run { end } => end.is_some_and(|end| entry as u64 >= end),
+                    Via::Late => false,
+                };
+            if may_park {
                 let (l, e) = (ledger as u64, entry as u64);
                 let parked = match self.run_waits.park(l, e, (read, to)) {
                     Ok(()) => Ok(()),

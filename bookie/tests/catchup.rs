@@ -65,35 +65,13 @@ fn write(c: &mut BlockingClient, ledgers: &[i64]) {
     }
 }
 
-/// The value of a metric without labels in a Prometheus text page.
-fn metric(page: &str, name: &str) -> f64 {
-    page.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{name} not in /metrics"))
-}
-
-/// Flushes the write cache (`PUT /api/v1/bookie/flush`) and waits until it is empty: every
-/// entry is then read from ledger storage.
-fn flush(bookie: &BookieProcess) {
-    assert_eq!(bookie.http("PUT", "/api/v1/bookie/flush", "").0, 200);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, page) = bookie.http("GET", "/metrics", "");
-        if metric(&page, "bookie_write_cache_size") == 0.0 {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the write cache was not flushed");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn a_catch_up_window_reads_every_entry_from_runs_read_ahead() {
     let dir = common::tempdir("bookie-catchup-");
     let mut bookie = start(dir.path());
     let ledgers = [41, 42, 43, 44];
     write(&mut bookie.client(), &ledgers);
-    flush(&bookie);
+    bookie.flush_write_cache();
 
     let mut c = bookie.client_with_timeout(Duration::from_secs(20));
     // Per ledger, the next entry to ask for and the entries answered.
@@ -152,10 +130,8 @@ fn a_catch_up_window_reads_every_entry_from_runs_read_ahead() {
         assert_eq!(frame.response.status(), StatusCode::ENOENTRY);
     }
 
-    let (code, page) = bookie.http("GET", "/metrics", "");
-    assert_eq!(code, 200);
-    let runs = metric(&page, "bookie_rs_read_ahead_runs_total");
-    let waits = metric(&page, "bookie_rs_read_ahead_waits_total");
+    let runs = bookie.metric("bookie_rs_read_ahead_runs_total");
+    let waits = bookie.metric("bookie_rs_read_ahead_waits_total");
     assert!(
         runs >= (ledgers.len() as i64 * ENTRIES / 100) as f64,
         "runs read ahead: {runs}"
@@ -163,11 +139,7 @@ fn a_catch_up_window_reads_every_entry_from_runs_read_ahead() {
     assert!(waits > 0.0, "no read waited in a shard for its run");
     // The gauge is sampled as the shard goes; give it a moment.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while metric(
-        &bookie.http("GET", "/metrics", "").1,
-        "bookie_rs_read_ahead_parked",
-    ) != 0.0
-    {
+    while bookie.metric("bookie_rs_read_ahead_parked") != 0.0 {
         assert!(Instant::now() < deadline, "reads left waiting on runs");
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -92,21 +92,6 @@ fn never_read(mut stream: TcpStream, requests: Bytes, stop: Arc<AtomicBool>) -> 
     sent
 }
 
-/// Flushes the write cache (`PUT /api/v1/bookie/flush`) and waits until the bookie's
-/// `bookie_write_cache_size` is 0.
-fn flush_write_cache(bookie: &BookieProcess) {
-    assert_eq!(bookie.http("PUT", "/api/v1/bookie/flush", "").0, 200);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, page) = bookie.http("GET", "/metrics", "");
-        if page.lines().any(|l| l == "bookie_write_cache_size 0") {
-            return;
-        }
-        assert!(Instant::now() < deadline, "the write cache was not flushed");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A client that pipelines reads of 1 MiB entries and never reads its socket must not make the
 /// bookie's memory grow without bound, neither while it is connected nor after it closes; a
 /// second client is served meanwhile. Entries served from the write cache, one shard.
@@ -148,7 +133,7 @@ fn never_reading_client(shards: usize, cold: bool) {
             .data_dir(&dir.path().join("data"))
             .log_to(&dir.path().join("bookie.log"))
             .start();
-        flush_write_cache(&bookie);
+        bookie.flush_write_cache();
     }
     let before = bookie.rss();
 

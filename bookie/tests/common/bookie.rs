@@ -172,6 +172,27 @@ impl BookieProcess {
         super::http(port, method, path, body)
     }
 
+    /// The value of an unlabelled metric on the bookie's `/metrics` page.
+    pub fn metric(&self, name: &str) -> f64 {
+        let (code, page) = self.http("GET", "/metrics", "");
+        assert_eq!(code, 200, "GET /metrics");
+        page.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} not in /metrics"))
+    }
+
+    /// Flushes the write cache (`PUT /api/v1/bookie/flush`) and waits until
+    /// `bookie_write_cache_size` is 0: every entry is then read from ledger storage (a
+    /// restart is not enough: it replays the journal into the write cache).
+    pub fn flush_write_cache(&self) {
+        assert_eq!(self.http("PUT", "/api/v1/bookie/flush", "").0, 200);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.metric("bookie_write_cache_size") != 0.0 {
+            assert!(Instant::now() < deadline, "the write cache was not flushed");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// A blocking client of the bookie with a 20 s read timeout.
     pub fn client(&self) -> BlockingClient {
         connect(self.port())
