@@ -432,6 +432,38 @@ pub(crate) fn read_block<S: Storage>(
         .map_err(|k| StoreError::corrupt(&name(), at, k))
 }
 
+/// Reads and verifies up to `count` consecutive data blocks of a run from `number` on, in one
+/// device read (index read-ahead for a sequential reader). The first block's error is the
+/// result; a later block that fails to decode ends the list (it is read and reported again when
+/// asked for by itself).
+pub(crate) fn read_blocks<S: Storage>(
+    storage: &mut S,
+    file: FileId,
+    run: u64,
+    number: u32,
+    count: u32,
+) -> Result<Vec<Vec<IndexRecord>>, StoreError> {
+    if count <= 1 {
+        return Ok(vec![read_block(storage, file, run, number)?]);
+    }
+    let name = || file_name(FileKind::Run, run);
+    let at = number as u64 * BLOCK as u64;
+    let len = count as usize * BLOCK;
+    let (buf, skip) = io::read_range(storage, file, at, len)
+        .map_err(|e| StoreError::io("read index blocks", &name(), e))?
+        .ok_or_else(|| StoreError::corrupt(&name(), at, CorruptionKind::Truncated))?;
+    let mut blocks = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let b = &buf[skip + i as usize * BLOCK..skip + (i as usize + 1) * BLOCK];
+        match decode_block(run, number + i, b) {
+            Ok(records) => blocks.push(records),
+            Err(k) if i == 0 => return Err(StoreError::corrupt(&name(), at, k)),
+            Err(_) => break,
+        }
+    }
+    Ok(blocks)
+}
+
 /// A bounded LRU cache of verified index blocks, keyed by (run id, block number).
 pub struct BlockCache {
     capacity_blocks: usize,
@@ -463,6 +495,16 @@ impl BlockCache {
         self.lru.insert(tick, key);
         self.hits += 1;
         Some(b.clone())
+    }
+
+    /// Whether the block is cached (without touching its age).
+    pub fn contains(&self, key: (u64, u32)) -> bool {
+        self.map.contains_key(&key)
+    }
+
+    /// How many blocks the cache holds at most.
+    pub fn capacity_blocks(&self) -> usize {
+        self.capacity_blocks
     }
 
     pub fn insert(&mut self, key: (u64, u32), block: Block) {

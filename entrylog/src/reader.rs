@@ -52,6 +52,11 @@ impl ReadAhead {
     }
 }
 
+/// Index blocks read in one device read when a run read ahead misses one: the blocks after
+/// it hold the keys the sequential reader asks next (64 KiB, ~2,000 entries, ~20 runs), so
+/// the index costs a catch-up one device read per 20 runs rather than one per run.
+const INDEX_READ_AHEAD_BLOCKS: u32 = 16;
+
 /// Ledgers whose last asked entry a reader remembers, to tell sequential reads.
 const SEQUENTIAL_LEDGERS: usize = 4096;
 
@@ -405,7 +410,13 @@ impl<S: Storage> Reader<S> {
         entry: u64,
         max_entries: usize,
     ) -> Result<Option<Vec<Bytes>>, StoreError> {
-        let Some(first) = self.locate(view, ledger, entry)? else {
+        let ahead_blocks = if max_entries > 1 {
+            INDEX_READ_AHEAD_BLOCKS
+        } else {
+            1
+        };
+        let Some((first, mut cursor)) = self.locate_cursor(view, ledger, entry, ahead_blocks)?
+        else {
             return Ok(None);
         };
         let file = self.file(FileKind::Segment, first.segment as u64)?;
@@ -420,7 +431,18 @@ impl<S: Storage> Reader<S> {
             let Some(next) = entry.checked_add(run.len() as u64) else {
                 break;
             };
-            let Some(loc) = self.locate(view, ledger, next)? else {
+            let loc = match self.cursor_next(view, &mut cursor, (ledger, next), ahead_blocks)? {
+                Some(loc) => Some(loc),
+                // Not in the cursor's run, or a newer run may hold it: a full lookup.
+                None => match self.locate_cursor(view, ledger, next, ahead_blocks)? {
+                    Some((loc, c)) => {
+                        cursor = c;
+                        Some(loc)
+                    }
+                    None => None,
+                },
+            };
+            let Some(loc) = loc else {
                 break;
             };
             if loc.segment != first.segment
@@ -465,33 +487,90 @@ impl<S: Storage> Reader<S> {
         ledger: u64,
         entry: u64,
     ) -> Result<Option<Location>, StoreError> {
+        Ok(self
+            .locate_cursor(view, ledger, entry, 1)?
+            .map(|(loc, _)| loc))
+    }
+
+    /// [`locate`](Self::locate), and a [`Cursor`] on the record found, so that the keys after
+    /// it are found without searching every run again. A block the lookup reads from disk
+    /// brings up to `ahead_blocks - 1` blocks after it into the block cache too.
+    fn locate_cursor(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        entry: u64,
+        ahead_blocks: u32,
+    ) -> Result<Option<(Location, Cursor)>, StoreError> {
         self.prune(view);
         if view.is_deleted(ledger) {
             return Ok(None);
         }
         let key = (ledger, entry);
+        // The lowest key above `key` held by a run newer than the one `key` is found in.
+        let mut bound: Option<Key> = None;
+        let lower = |bound: Option<Key>, k: Key| Some(bound.map_or(k, |b| b.min(k)));
         for run in view.runs().iter().rev() {
             let Some(b) = run.block_for(key) else {
+                if let Some(&first) = run.sparse.first().filter(|&&first| key < first) {
+                    bound = lower(bound, first);
+                }
                 continue;
             };
-            let block = self.block(run, b)?;
-            if let Ok(i) = block.binary_search_by_key(&key, |r| r.key()) {
-                let loc = block[i].location;
-                let ok = view.segment_len(loc.segment as u64).is_some_and(|len| {
-                    loc.offset >= SEGMENT_HEADER_BYTES && loc.offset + loc.stored_bytes() <= len
-                });
-                if !ok {
-                    let name = file_name(FileKind::Run, run.id);
-                    return Err(StoreError::corrupt(
-                        &name,
-                        b as u64 * BLOCK as u64,
-                        CorruptionKind::BadField,
-                    ));
-                }
-                return Ok(Some(loc));
+            let block = self.block_ahead(run, b, ahead_blocks)?;
+            let at = block.partition_point(|r| r.key() < key);
+            if block.get(at).is_some_and(|r| r.key() == key) {
+                let loc = checked(view, run, b, block[at].location)?;
+                let cursor = Cursor {
+                    run: run.clone(),
+                    number: b,
+                    block,
+                    at,
+                    bound,
+                };
+                return Ok(Some((loc, cursor)));
+            }
+            let above = match block.get(at) {
+                Some(r) => Some(r.key()),
+                None => run.sparse.get(b as usize + 1).copied(),
+            };
+            if let Some(k) = above {
+                bound = lower(bound, k);
             }
         }
         Ok(None)
+    }
+
+    /// The location of `key` when it is the record right after the cursor's in the cursor's
+    /// run and no newer run can hold it (then the cursor moves to it); `None` otherwise (the
+    /// caller looks it up in full).
+    fn cursor_next(
+        &mut self,
+        view: &ReadView,
+        cursor: &mut Cursor,
+        key: Key,
+        ahead_blocks: u32,
+    ) -> Result<Option<Location>, StoreError> {
+        if cursor.bound.is_some_and(|b| key >= b) {
+            return Ok(None);
+        }
+        if cursor.at + 1 >= cursor.block.len() {
+            let number = cursor.number + 1;
+            if number as usize >= cursor.run.blocks() {
+                return Ok(None);
+            }
+            let run = cursor.run.clone();
+            cursor.block = self.block_ahead(&run, number, ahead_blocks)?;
+            cursor.number = number;
+            cursor.at = 0;
+        } else {
+            cursor.at += 1;
+        }
+        let record = &cursor.block[cursor.at];
+        if record.key() != key {
+            return Ok(None);
+        }
+        checked(view, &cursor.run, cursor.number, record.location).map(Some)
     }
 
     /// The highest entry id of `ledger` in the index.
@@ -543,6 +622,47 @@ impl<S: Storage> Reader<S> {
     /// Index-block cache hits and misses so far.
     pub fn cache_stats(&self) -> (u64, u64) {
         (self.cache.hits, self.cache.misses)
+    }
+
+    /// Block `number` of `run`; on a miss, read with up to `ahead - 1` blocks after it (those
+    /// not cached yet go to the cache as well, at most a quarter of it).
+    fn block_ahead(
+        &mut self,
+        run: &Arc<RunInfo>,
+        number: u32,
+        ahead: u32,
+    ) -> Result<Block, StoreError> {
+        let ahead = ahead
+            .min((self.cache.capacity_blocks() / 4) as u32)
+            .min((run.blocks() as u32).saturating_sub(number));
+        if ahead <= 1 || self.cache.contains((run.id, number)) {
+            return self.block(run, number);
+        }
+        let file = self.file(FileKind::Run, run.id)?;
+        let blocks = index::read_blocks(&mut self.storage, file, run.id, number, ahead)?;
+        let mut asked = None;
+        for (i, records) in blocks.into_iter().enumerate() {
+            let n = number + i as u32;
+            if records.first().map(|r| r.key()) != run.sparse.get(n as usize).copied() {
+                if i == 0 {
+                    let name = file_name(FileKind::Run, run.id);
+                    return Err(StoreError::corrupt(
+                        &name,
+                        n as u64 * BLOCK as u64,
+                        CorruptionKind::BadField,
+                    ));
+                }
+                break;
+            }
+            let block: Block = Arc::new(records);
+            if i == 0 {
+                asked = Some(block.clone());
+            }
+            if i == 0 || !self.cache.contains((run.id, n)) {
+                self.cache.insert((run.id, n), block);
+            }
+        }
+        Ok(asked.expect("read_blocks returns the asked block or an error"))
     }
 
     fn block(&mut self, run: &Arc<RunInfo>, number: u32) -> Result<Block, StoreError> {
@@ -610,6 +730,39 @@ impl<S: Storage> Reader<S> {
         }
         self.storage
     }
+}
+
+/// Where a lookup of consecutive keys stands ([`Reader::locate_cursor`]): the run, block and
+/// record the last key was found at, and the lowest key a newer run holds above it (`None`:
+/// none). Keys below `bound` are read on from this record without searching again.
+struct Cursor {
+    run: Arc<RunInfo>,
+    number: u32,
+    block: Block,
+    at: usize,
+    bound: Option<Key>,
+}
+
+/// `loc`, found in block `number` of `run`, after checking it lies inside a live segment's
+/// committed part (else the run is corrupt).
+fn checked(
+    view: &ReadView,
+    run: &RunInfo,
+    number: u32,
+    loc: Location,
+) -> Result<Location, StoreError> {
+    let ok = view.segment_len(loc.segment as u64).is_some_and(|len| {
+        loc.offset >= SEGMENT_HEADER_BYTES && loc.offset + loc.stored_bytes() <= len
+    });
+    if !ok {
+        let name = file_name(FileKind::Run, run.id);
+        return Err(StoreError::corrupt(
+            &name,
+            number as u64 * BLOCK as u64,
+            CorruptionKind::BadField,
+        ));
+    }
+    Ok(loc)
 }
 
 /// Looks `key` up in a set of runs, newest first, reading blocks through `fetch` (for tests
