@@ -68,6 +68,11 @@ impl DiskShare {
         }
     }
 
+    /// Whether any shard's journal holds records not yet durable.
+    pub fn journal_waits(&self) -> bool {
+        self.journals_waiting.load(Ordering::Relaxed) != 0
+    }
+
     fn limit(&self) -> usize {
         let l = if self.journals_waiting.load(Ordering::Relaxed) != 0 {
             self.beside_journal
@@ -172,6 +177,11 @@ impl<S: Storage> Shared<S> {
 }
 
 impl<S: Storage> Shared<S> {
+    /// The share this port takes its turns in.
+    pub fn share(&self) -> &DiskShare {
+        &self.share
+    }
+
     pub fn new(inner: S, share: Arc<DiskShare>) -> Shared<S> {
         Shared {
             inner,

@@ -184,21 +184,37 @@ fn serve_batch(
         prefetches.extend(due.into_iter().map(|(l, e)| (view.clone(), l, e, None)));
     }
     for (view, ledger, entry, report) in prefetches {
-        let entries = reader.prefetch(&view, ledger, entry).unwrap_or_else(|e| {
+        // A run a shard asked for has reads waiting on it: the run after it is read along,
+        // so the device reads it while this thread checks and caches the first. Not while a
+        // journal waits for the disk: then a read more in flight is a commit's wait.
+        let runs = if report.is_some() && !reader.storage().share().journal_waits() {
+            RUNS_PER_ASK
+        } else {
+            1
+        };
+        let landed = |start: u64, entries: usize| {
+            if let Some(shard) = report {
+                // The shard only stops at process exit.
+                let _ = peers[shard].landed.send(RunLanded {
+                    ledger: ledger as i64,
+                    start: start as i64,
+                    entries,
+                });
+            }
+        };
+        if let Err(e) = reader.prefetch_runs(&view, ledger, entry, runs, landed) {
             // Only a read ahead: the entries are read again, and reported, when asked for.
             log::warn!("read-ahead of ledger {ledger} from entry {entry} failed: {e}");
-            0
-        });
-        if let Some(shard) = report {
-            // The shard only stops at process exit.
-            let _ = peers[shard].landed.send(RunLanded {
-                ledger: ledger as i64,
-                start: entry as i64,
-                entries,
-            });
         }
     }
 }
+
+/// Runs read for one run a shard asks for (`DiskRead::Prefetch` with a report) while no journal
+/// waits: the asked run and the one after it, their device reads in flight together. The
+/// trigger is the first run's first entry, set once both are cached, so the shard asks for the
+/// next pair as soon as its client takes more: a catch-up reader finds one to two runs ready.
+/// Measured on one core, interleaved: 325k/s median against 255k/s with one run per ask.
+const RUNS_PER_ASK: usize = 2;
 
 /// What a reader adds to its shard's read-ahead metrics.
 pub struct ReadStats {

@@ -92,6 +92,11 @@ impl<S: Storage> Reader<S> {
         }
     }
 
+    /// The storage port this reader reads through.
+    pub fn storage(&self) -> &S {
+        &self.storage
+    }
+
     /// Turns read-ahead on (module docs), unless `ahead` reads no more than one entry.
     pub fn with_read_ahead(mut self, ahead: ReadAhead) -> Reader<S> {
         if ahead.is_on() {
@@ -308,36 +313,9 @@ impl<S: Storage> Reader<S> {
         ledger: u64,
         start: u64,
     ) -> Result<usize, StoreError> {
-        let Some(ahead) = self.ahead.clone() else {
-            return Ok(0);
-        };
-        self.prune(view);
-        if view.is_deleted(ledger) {
-            return Ok(0);
-        }
-        {
-            // Read already: cached, or a miss of the sequential reader read the run holding
-            // `start` while this prefetch waited in the queue (its entries may be taken since).
-            let cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
-            if cache.contains(ledger, start)
-                || cache.read_past(ledger, start, ahead.max_entries as u64)
-            {
-                return Ok(0);
-            }
-        }
-        let Some(bodies) = self.read_run(view, ledger, start, ahead.max_entries)? else {
-            return Ok(0);
-        };
-        let n = bodies.len();
-        self.runs_read += 1;
-        self.entries_ahead += n as u64;
-        let mut cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
-        for (k, body) in bodies.into_iter().enumerate() {
-            cache.insert(ledger, start + k as u64, body);
-        }
-        cache.note_run_end(ledger, start + n as u64);
-        cache.set_trigger(ledger, start);
-        Ok(n)
+        let mut entries = 0;
+        self.prefetch_runs(view, ledger, start, 1, |_, n| entries = n)?;
+        Ok(entries)
     }
 
     /// Records that `entry` of `ledger` was asked; true if it follows the previous one asked
@@ -410,6 +388,29 @@ impl<S: Storage> Reader<S> {
         entry: u64,
         max_entries: usize,
     ) -> Result<Option<Vec<Bytes>>, StoreError> {
+        let Some(plan) = self.plan_run(view, ledger, entry, max_entries)? else {
+            return Ok(None);
+        };
+        if plan.locs.len() == 1 {
+            let body =
+                segment::read_entry(&mut self.storage, plan.file, plan.locs[0], ledger, entry)?;
+            return Ok(Some(vec![body]));
+        }
+        let (offset, span) = plan.range();
+        let (buf, skip) = crate::io::read_range(&mut self.storage, plan.file, offset, span)
+            .map_err(|e| StoreError::io("read entries", &plan.name(), e))?
+            .ok_or_else(|| StoreError::corrupt(&plan.name(), offset, CorruptionKind::Truncated))?;
+        plan.decode(&buf[skip..]).map(Some)
+    }
+
+    /// The run [`read_run`](Self::read_run) would read: where its entries are, from the index.
+    fn plan_run(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        entry: u64,
+        max_entries: usize,
+    ) -> Result<Option<RunPlan>, StoreError> {
         let ahead_blocks = if max_entries > 1 {
             INDEX_READ_AHEAD_BLOCKS
         } else {
@@ -425,10 +426,10 @@ impl<S: Storage> Reader<S> {
             _ => 0,
         };
         // The run: entries whose index locations follow one another in the same segment.
-        let mut run = vec![first];
+        let mut locs = vec![first];
         let mut end = first.offset + first.stored_bytes();
-        while run.len() < max_entries {
-            let Some(next) = entry.checked_add(run.len() as u64) else {
+        while locs.len() < max_entries {
+            let Some(next) = entry.checked_add(locs.len() as u64) else {
                 break;
             };
             let loc = match self.cursor_next(view, &mut cursor, (ledger, next), ahead_blocks)? {
@@ -452,31 +453,146 @@ impl<S: Storage> Reader<S> {
                 break;
             }
             end += loc.stored_bytes();
-            run.push(loc);
+            locs.push(loc);
         }
-        if run.len() == 1 {
-            let body = segment::read_entry(&mut self.storage, file, first, ledger, entry)?;
-            return Ok(Some(vec![body]));
-        }
-        let name = || file_name(FileKind::Segment, first.segment as u64);
-        let last = run[run.len() - 1];
-        let span =
-            (last.offset - first.offset) as usize + ENTRY_HEADER_BYTES + last.length as usize;
-        let (buf, skip) = crate::io::read_range(&mut self.storage, file, first.offset, span)
-            .map_err(|e| StoreError::io("read entries", &name(), e))?
-            .ok_or_else(|| StoreError::corrupt(&name(), first.offset, CorruptionKind::Truncated))?;
-        let mut bodies = Vec::with_capacity(run.len());
-        for (k, loc) in run.iter().enumerate() {
-            let at = skip + (loc.offset - first.offset) as usize;
-            let bytes = &buf[at..at + ENTRY_HEADER_BYTES + loc.length as usize];
-            match segment::decode_entry(bytes, *loc, ledger, entry + k as u64) {
-                Ok(body) => bodies.push(body),
-                Err(e) if k == 0 => return Err(e),
-                // A bad entry further on is reported when it is asked for, by itself.
-                Err(_) => break,
+        Ok(Some(RunPlan {
+            ledger,
+            entry,
+            file,
+            locs,
+        }))
+    }
+
+    /// Reads `ledger`'s run from `start` and up to `runs - 1` runs after it into the read-ahead
+    /// cache, unasked, with their device reads in flight together: the device reads the next
+    /// run while this thread verifies and caches the one before. Runs are cached in order, and
+    /// `landed(start, entries)` is told of each as soon as it is (0 entries: nothing to read,
+    /// the first run is cached or read already, or the store does not have it; an error
+    /// leaves the run to be read when asked). The last run's first entry becomes the trigger
+    /// of the run after ([`prefetch`](Self::prefetch)).
+    pub fn prefetch_runs(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        start: u64,
+        runs: usize,
+        mut landed: impl FnMut(u64, usize),
+    ) -> Result<(), StoreError> {
+        let Some(ahead) = self.ahead.clone() else {
+            landed(start, 0);
+            return Ok(());
+        };
+        self.prune(view);
+        let mut plans: Vec<RunPlan> = Vec::new();
+        let mut next = start;
+        while plans.len() < runs.max(1) && !view.is_deleted(ledger) {
+            {
+                // Read already: cached, or a miss of the sequential reader read the run
+                // holding `next` while this prefetch waited (its entries may be taken since).
+                let cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
+                if cache.contains(ledger, next)
+                    || cache.read_past(ledger, next, ahead.max_entries as u64)
+                {
+                    break;
+                }
             }
+            let plan = match self.plan_run(view, ledger, next, ahead.max_entries) {
+                Ok(Some(plan)) => plan,
+                Ok(None) => break,
+                Err(e) if plans.is_empty() => {
+                    landed(start, 0);
+                    return Err(e);
+                }
+                Err(_) => break,
+            };
+            next += plan.locs.len() as u64;
+            plans.push(plan);
         }
-        Ok(Some(bodies))
+        if plans.is_empty() {
+            landed(start, 0);
+            return Ok(());
+        }
+        // Every device read goes in flight before the first is waited for. A read the ring
+        // does not take is read alone when its turn comes.
+        let mut submitted = vec![false; plans.len()];
+        for (k, plan) in plans.iter().enumerate() {
+            let (offset, span) = plan.range();
+            let at = align_down(offset as usize) as u64;
+            let op = Op::Read {
+                file: plan.file,
+                offset: at,
+                buf: AlignedBuf::zeroed(align_up((offset - at) as usize + span)),
+            };
+            submitted[k] = self.storage.submit(RUN_TOKEN + k as u64, op).is_ok();
+        }
+        let mut done: Vec<Option<Completion>> = (0..plans.len()).map(|_| None).collect();
+        let mut out: Vec<Completion> = Vec::new();
+        let mut first_error = None;
+        for (k, plan) in plans.iter().enumerate() {
+            let (offset, span) = plan.range();
+            let skip = (offset - align_down(offset as usize) as u64) as usize;
+            while submitted[k] && done[k].is_none() {
+                let polled = self
+                    .storage
+                    .poll(&mut out, Wait::AtLeastOne { timeout_us: None });
+                for c in out.drain(..) {
+                    if let Some(slot) = c
+                        .token
+                        .checked_sub(RUN_TOKEN)
+                        .and_then(|i| done.get_mut(i as usize))
+                    {
+                        *slot = Some(c);
+                    }
+                }
+                if polled.is_err() || (done[k].is_none() && self.storage.in_flight() == 0) {
+                    // The ring failed: what is still in flight is read alone below.
+                    submitted.iter_mut().for_each(|s| *s = false);
+                }
+            }
+            let bodies = match done[k].take() {
+                Some(Completion {
+                    result: Ok(n),
+                    buf: Some(buf),
+                    ..
+                }) if n >= skip + span => plan.decode(&buf[skip..]),
+                // Short, failed or not submitted: read alone.
+                _ => crate::io::read_range(&mut self.storage, plan.file, offset, span)
+                    .map_err(|e| StoreError::io("read entries", &plan.name(), e))
+                    .and_then(|r| {
+                        r.ok_or_else(|| {
+                            StoreError::corrupt(&plan.name(), offset, CorruptionKind::Truncated)
+                        })
+                    })
+                    .and_then(|(buf, skip)| plan.decode(&buf[skip..])),
+            };
+            let n = match bodies {
+                Ok(bodies) => {
+                    let n = bodies.len();
+                    self.runs_read += 1;
+                    self.entries_ahead += n as u64;
+                    let mut cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
+                    for (i, body) in bodies.into_iter().enumerate() {
+                        cache.insert(ledger, plan.entry + i as u64, body);
+                    }
+                    cache.note_run_end(ledger, plan.entry + n as u64);
+                    if k + 1 == plans.len() {
+                        // The group's first entry: the next take at or past it (at once,
+                        // when the reader is on the first run already) asks for the next group.
+                        cache.set_trigger(ledger, start);
+                    }
+                    n
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    0
+                }
+            };
+            landed(plan.entry, n);
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Where the entry is, after checking the location lies inside a live segment's committed
@@ -729,6 +845,51 @@ impl<S: Storage> Reader<S> {
             self.storage.close(f);
         }
         self.storage
+    }
+}
+
+/// Tokens of the device reads of [`Reader::prefetch_runs`] (the first run's; the others
+/// follow), apart from [`Reader::read_each`]'s.
+const RUN_TOKEN: u64 = 1 << 40;
+
+/// A run to read ahead: `locs` are the locations of `ledger`'s entries from `entry` on, each
+/// right after the one before in one segment file.
+struct RunPlan {
+    ledger: u64,
+    entry: u64,
+    file: FileId,
+    locs: Vec<Location>,
+}
+
+impl RunPlan {
+    /// The byte range to read: offset of the first entry, and length up to the last's end.
+    fn range(&self) -> (u64, usize) {
+        let first = self.locs[0];
+        let last = self.locs[self.locs.len() - 1];
+        let span =
+            (last.offset - first.offset) as usize + ENTRY_HEADER_BYTES + last.length as usize;
+        (first.offset, span)
+    }
+
+    fn name(&self) -> String {
+        file_name(FileKind::Segment, self.locs[0].segment as u64)
+    }
+
+    /// Verifies and takes each entry's body from `bytes` (the run's range); a bad entry
+    /// after the first ends the run (it is reported when asked for by itself).
+    fn decode(&self, bytes: &[u8]) -> Result<Vec<Bytes>, StoreError> {
+        let first = self.locs[0];
+        let mut bodies = Vec::with_capacity(self.locs.len());
+        for (k, loc) in self.locs.iter().enumerate() {
+            let at = (loc.offset - first.offset) as usize;
+            let entry = &bytes[at..at + ENTRY_HEADER_BYTES + loc.length as usize];
+            match segment::decode_entry(entry, *loc, self.ledger, self.entry + k as u64) {
+                Ok(body) => bodies.push(body),
+                Err(e) if k == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(bodies)
     }
 }
 

@@ -1189,3 +1189,81 @@ fn read_ahead_takes_the_newest_copy_across_runs() {
         "read-ahead ran: {read_ahead_runs} runs"
     );
 }
+
+/// `prefetch_runs`: the asked run and the ones after it are read with their device reads in
+/// flight together (on the simulated disk, whose latency makes them overlap), cached in order
+/// and reported one by one; only the last run carries the trigger; a run read already, or past
+/// the ledger's end, reports nothing; a group stops at the ledger's end.
+#[test]
+fn prefetch_runs_reads_several_runs_in_flight() {
+    use std::sync::{Arc, Mutex};
+    let disk = SimDisk::new(SimConfig::new(31).with_latency_us(50, 200));
+    let config = LedgerStoreConfig {
+        entry_log_size_bytes: 4 << 20,
+        ..small_config()
+    };
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let entries: Vec<(u64, u64, Bytes)> = (0..290).map(|e| (8, e, body(8, e, 0, 300))).collect();
+    store
+        .flush(&FlushBatch {
+            entries,
+            ledgers: vec![meta(8)],
+            journal_mark: 1,
+        })
+        .unwrap();
+    let view = store.snapshot();
+    let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(4 << 20)));
+    let mut reader = read_ahead_reader(&disk, &config, &cache, 50, 256 << 10);
+    let mut landed = Vec::new();
+    reader
+        .prefetch_runs(&view, 8, 0, 3, |start, n| landed.push((start, n)))
+        .unwrap();
+    assert_eq!(
+        landed,
+        vec![(0, 50), (50, 50), (100, 50)],
+        "in order, one by one"
+    );
+    assert_eq!(reader.runs_read, 3);
+    for e in 0..150 {
+        assert!(cache.lock().unwrap().contains(8, e), "8:{e} cached");
+    }
+    assert!(!cache.lock().unwrap().contains(8, 150));
+    // Only the last run's first entry triggers the next ask.
+    assert_eq!(cache.lock().unwrap().take_and_trigger(8, 0).1, None);
+    assert_eq!(cache.lock().unwrap().take_and_trigger(8, 50).1, None);
+    assert_eq!(cache.lock().unwrap().take_and_trigger(8, 100).1, Some(150));
+    for e in (1..150).filter(|e| e % 50 != 0) {
+        assert_eq!(
+            cache.lock().unwrap().take(8, e),
+            Some(body(8, e, 0, 300)),
+            "8:{e}"
+        );
+    }
+
+    // Read already (its entries taken since): nothing read again.
+    landed.clear();
+    reader
+        .prefetch_runs(&view, 8, 100, 3, |start, n| landed.push((start, n)))
+        .unwrap();
+    assert_eq!(landed, vec![(100, 0)]);
+    assert_eq!(reader.runs_read, 3);
+
+    // Up to the ledger's end: the group stops there, and past it nothing is read.
+    landed.clear();
+    reader
+        .prefetch_runs(&view, 8, 200, 3, |start, n| landed.push((start, n)))
+        .unwrap();
+    assert_eq!(landed, vec![(200, 50), (250, 40)]);
+    for e in 200..290 {
+        assert_eq!(
+            cache.lock().unwrap().take(8, e),
+            Some(body(8, e, 0, 300)),
+            "8:{e}"
+        );
+    }
+    landed.clear();
+    reader
+        .prefetch_runs(&view, 8, 290, 3, |start, n| landed.push((start, n)))
+        .unwrap();
+    assert_eq!(landed, vec![(290, 0)]);
+}
