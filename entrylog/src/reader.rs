@@ -19,6 +19,15 @@
 //! A sequential reader is then kept a run ahead: the run read for it carries a trigger in the
 //! cache (`read_cache` module docs), and whoever takes the trigger entry (a shard serving a
 //! hit, or this reader) has the next run read by [`Reader::prefetch`] before it is asked for.
+//! [`Reader::prefetch_runs`] reads a run and the runs after it with their device reads in
+//! flight together, so the device reads the next while this thread verifies the one before.
+//!
+//! A run's lookups cost one search, not one per entry: the lookup of its first entry leaves a
+//! cursor on the record found, bounded by the lowest key any newer index run holds above it,
+//! and the next keys are taken from the records after it while they stay below that bound (a
+//! re-added entry in a newer run is still found there). An index block a run misses is read
+//! with the blocks after it (`INDEX_READ_AHEAD_BLOCKS`), so a catch-up does not wait on a 4 KiB
+//! index read in front of every few runs.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
