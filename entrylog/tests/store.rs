@@ -54,6 +54,37 @@ fn read_ahead_reader(
     })
 }
 
+/// A store on `disk` (4 MiB entry logs) holding `count` entries of `len` bytes of one ledger,
+/// flushed, with its view.
+fn flushed_ledger(
+    disk: &SimDisk,
+    ledger: u64,
+    count: u64,
+    len: usize,
+) -> (
+    LedgerStoreConfig,
+    LedgerStore<storage::sim::SimStorage>,
+    std::sync::Arc<entrylog::ReadView>,
+) {
+    let config = LedgerStoreConfig {
+        entry_log_size_bytes: 4 << 20,
+        ..small_config()
+    };
+    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
+    let entries: Vec<(u64, u64, Bytes)> = (0..count)
+        .map(|e| (ledger, e, body(ledger, e, 0, len)))
+        .collect();
+    store
+        .flush(&FlushBatch {
+            entries,
+            ledgers: vec![meta(ledger)],
+            journal_mark: 1,
+        })
+        .unwrap();
+    let view = store.snapshot();
+    (config, store, view)
+}
+
 /// Checks every key of `model` reads back through `reader`, and per-ledger queries agree.
 fn check_model<S: Storage>(
     store: &LedgerStore<impl Storage>,
@@ -1026,20 +1057,7 @@ fn read_each_keeps_many_reads_in_flight() {
 fn strided_reads_read_ahead() {
     use std::sync::{Arc, Mutex};
     let disk = SimDisk::new(SimConfig::new(23));
-    let config = LedgerStoreConfig {
-        entry_log_size_bytes: 1 << 20,
-        ..small_config()
-    };
-    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
-    let entries: Vec<(u64, u64, Bytes)> = (0..300).map(|e| (4, e, body(4, e, 0, 200))).collect();
-    store
-        .flush(&FlushBatch {
-            entries,
-            ledgers: vec![meta(4)],
-            journal_mark: 1,
-        })
-        .unwrap();
-    let view = store.snapshot();
+    let (config, _store, view) = flushed_ledger(&disk, 4, 300, 200);
     let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
     let mut reader = read_ahead_reader(&disk, &config, &cache, 50, 64 << 10);
     let mut asked = 0u64;
@@ -1068,20 +1086,7 @@ fn strided_reads_read_ahead() {
 fn a_sequential_reader_is_kept_a_run_ahead() {
     use std::sync::{Arc, Mutex};
     let disk = SimDisk::new(SimConfig::new(29));
-    let config = LedgerStoreConfig {
-        entry_log_size_bytes: 4 << 20,
-        ..small_config()
-    };
-    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
-    let entries: Vec<(u64, u64, Bytes)> = (0..1000).map(|e| (6, e, body(6, e, 0, 300))).collect();
-    store
-        .flush(&FlushBatch {
-            entries,
-            ledgers: vec![meta(6)],
-            journal_mark: 1,
-        })
-        .unwrap();
-    let view = store.snapshot();
+    let (config, _store, view) = flushed_ledger(&disk, 6, 1000, 300);
     let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(4 << 20)));
     let mut reader = read_ahead_reader(&disk, &config, &cache, 100, 256 << 10);
     let (mut misses, mut prefetched) = (0u64, 0usize);
@@ -1192,26 +1197,13 @@ fn read_ahead_takes_the_newest_copy_across_runs() {
 
 /// `prefetch_runs`: the asked run and the ones after it are read with their device reads in
 /// flight together (on the simulated disk, whose latency makes them overlap), cached in order
-/// and reported one by one; only the last run carries the trigger; a run read already, or past
-/// the ledger's end, reports nothing; a group stops at the ledger's end.
+/// and reported one by one; the group's first entry is the trigger of the next ask; a run read
+/// already, or past the ledger's end, reports nothing; a group stops at the ledger's end.
 #[test]
 fn prefetch_runs_reads_several_runs_in_flight() {
     use std::sync::{Arc, Mutex};
     let disk = SimDisk::new(SimConfig::new(31).with_latency_us(50, 200));
-    let config = LedgerStoreConfig {
-        entry_log_size_bytes: 4 << 20,
-        ..small_config()
-    };
-    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
-    let entries: Vec<(u64, u64, Bytes)> = (0..290).map(|e| (8, e, body(8, e, 0, 300))).collect();
-    store
-        .flush(&FlushBatch {
-            entries,
-            ledgers: vec![meta(8)],
-            journal_mark: 1,
-        })
-        .unwrap();
-    let view = store.snapshot();
+    let (config, _store, view) = flushed_ledger(&disk, 8, 290, 300);
     let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(4 << 20)));
     let mut reader = read_ahead_reader(&disk, &config, &cache, 50, 256 << 10);
     let mut landed = Vec::new();
@@ -1228,10 +1220,11 @@ fn prefetch_runs_reads_several_runs_in_flight() {
         assert!(cache.lock().unwrap().contains(8, e), "8:{e} cached");
     }
     assert!(!cache.lock().unwrap().contains(8, 150));
-    // Only the last run's first entry triggers the next ask.
-    assert_eq!(cache.lock().unwrap().take_and_trigger(8, 0).1, None);
+    // The group's first entry, set once the whole group is cached, triggers the next ask,
+    // from the group's end, once.
+    assert_eq!(cache.lock().unwrap().take_and_trigger(8, 0).1, Some(150));
     assert_eq!(cache.lock().unwrap().take_and_trigger(8, 50).1, None);
-    assert_eq!(cache.lock().unwrap().take_and_trigger(8, 100).1, Some(150));
+    assert_eq!(cache.lock().unwrap().take_and_trigger(8, 100).1, None);
     for e in (1..150).filter(|e| e % 50 != 0) {
         assert_eq!(
             cache.lock().unwrap().take(8, e),
