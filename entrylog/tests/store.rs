@@ -1206,16 +1206,25 @@ fn prefetch_runs_reads_several_runs_in_flight() {
     let (config, _store, view) = flushed_ledger(&disk, 8, 290, 300);
     let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(4 << 20)));
     let mut reader = read_ahead_reader(&disk, &config, &cache, 50, 256 << 10);
-    let mut landed = Vec::new();
-    reader
-        .prefetch_runs(&view, 8, 0, 3, |start, n| landed.push((start, n)))
-        .unwrap();
+    // Up to three runs from `start`: the runs reported, (first entry, entries).
+    let mut prefetch = |start: u64| {
+        let mut landed = Vec::new();
+        reader
+            .prefetch_runs(&view, 8, start, 3, |s, n| landed.push((s, n)))
+            .unwrap();
+        (landed, reader.runs_read)
+    };
+    let take_all = |entries: &mut dyn Iterator<Item = u64>| {
+        for e in entries {
+            let got = cache.lock().unwrap().take(8, e);
+            assert_eq!(got, Some(body(8, e, 0, 300)), "8:{e}");
+        }
+    };
     assert_eq!(
-        landed,
-        vec![(0, 50), (50, 50), (100, 50)],
+        prefetch(0),
+        (vec![(0, 50), (50, 50), (100, 50)], 3),
         "in order, one by one"
     );
-    assert_eq!(reader.runs_read, 3);
     for e in 0..150 {
         assert!(cache.lock().unwrap().contains(8, e), "8:{e} cached");
     }
@@ -1225,38 +1234,13 @@ fn prefetch_runs_reads_several_runs_in_flight() {
     assert_eq!(cache.lock().unwrap().take_and_trigger(8, 0).1, Some(150));
     assert_eq!(cache.lock().unwrap().take_and_trigger(8, 50).1, None);
     assert_eq!(cache.lock().unwrap().take_and_trigger(8, 100).1, None);
-    for e in (1..150).filter(|e| e % 50 != 0) {
-        assert_eq!(
-            cache.lock().unwrap().take(8, e),
-            Some(body(8, e, 0, 300)),
-            "8:{e}"
-        );
-    }
+    take_all(&mut (1..150).filter(|e| e % 50 != 0));
 
     // Read already (its entries taken since): nothing read again.
-    landed.clear();
-    reader
-        .prefetch_runs(&view, 8, 100, 3, |start, n| landed.push((start, n)))
-        .unwrap();
-    assert_eq!(landed, vec![(100, 0)]);
-    assert_eq!(reader.runs_read, 3);
+    assert_eq!(prefetch(100), (vec![(100, 0)], 3));
 
     // Up to the ledger's end: the group stops there, and past it nothing is read.
-    landed.clear();
-    reader
-        .prefetch_runs(&view, 8, 200, 3, |start, n| landed.push((start, n)))
-        .unwrap();
-    assert_eq!(landed, vec![(200, 50), (250, 40)]);
-    for e in 200..290 {
-        assert_eq!(
-            cache.lock().unwrap().take(8, e),
-            Some(body(8, e, 0, 300)),
-            "8:{e}"
-        );
-    }
-    landed.clear();
-    reader
-        .prefetch_runs(&view, 8, 290, 3, |start, n| landed.push((start, n)))
-        .unwrap();
-    assert_eq!(landed, vec![(290, 0)]);
+    assert_eq!(prefetch(200), (vec![(200, 50), (250, 40)], 5));
+    take_all(&mut (200..290));
+    assert_eq!(prefetch(290), (vec![(290, 0)], 5));
 }
