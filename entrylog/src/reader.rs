@@ -405,11 +405,16 @@ impl<S: Storage> Reader<S> {
                 segment::read_entry(&mut self.storage, plan.file, plan.locs[0], ledger, entry)?;
             return Ok(Some(vec![body]));
         }
+        self.read_plan(&plan).map(Some)
+    }
+
+    /// Reads a planned run with one blocking device read and verifies its entries.
+    fn read_plan(&mut self, plan: &RunPlan) -> Result<Vec<Bytes>, StoreError> {
         let (offset, span) = plan.range();
         let (buf, skip) = crate::io::read_range(&mut self.storage, plan.file, offset, span)
             .map_err(|e| StoreError::io("read entries", &plan.name(), e))?
             .ok_or_else(|| StoreError::corrupt(&plan.name(), offset, CorruptionKind::Truncated))?;
-        plan.decode(&buf[skip..]).map(Some)
+        plan.decode(&buf[skip..])
     }
 
     /// The run [`read_run`](Self::read_run) would read: where its entries are, from the index.
@@ -477,8 +482,8 @@ impl<S: Storage> Reader<S> {
     /// run while this thread verifies and caches the one before. Runs are cached in order, and
     /// `landed(start, entries)` is told of each as soon as it is (0 entries: nothing to read,
     /// the first run is cached or read already, or the store does not have it; an error
-    /// leaves the run to be read when asked). The last run's first entry becomes the trigger
-    /// of the run after ([`prefetch`](Self::prefetch)).
+    /// leaves the run to be read when asked). Once the last run is cached, the first run's
+    /// first entry becomes the trigger of the run after the group ([`prefetch`](Self::prefetch)).
     pub fn prefetch_runs(
         &mut self,
         view: &ReadView,
@@ -565,14 +570,7 @@ impl<S: Storage> Reader<S> {
                     ..
                 }) if n >= skip + span => plan.decode(&buf[skip..]),
                 // Short, failed or not submitted: read alone.
-                _ => crate::io::read_range(&mut self.storage, plan.file, offset, span)
-                    .map_err(|e| StoreError::io("read entries", &plan.name(), e))
-                    .and_then(|r| {
-                        r.ok_or_else(|| {
-                            StoreError::corrupt(&plan.name(), offset, CorruptionKind::Truncated)
-                        })
-                    })
-                    .and_then(|(buf, skip)| plan.decode(&buf[skip..])),
+                _ => self.read_plan(plan),
             };
             let n = match bodies {
                 Ok(bodies) => {
@@ -783,7 +781,7 @@ impl<S: Storage> Reader<S> {
             if i == 0 {
                 asked = Some(block.clone());
             }
-            if i == 0 || !self.cache.contains((run.id, n)) {
+            if !self.cache.contains((run.id, n)) {
                 self.cache.insert((run.id, n), block);
             }
         }
