@@ -114,7 +114,7 @@ public abstract class Bookie {
         while (System.nanoTime() < deadline) {
             if (proc == null || !proc.isAlive()) {
                 throw new IllegalStateException(name + " exited with " + (proc == null ? "?" : proc.exitValue())
-                        + " before registering; log tail:\n" + logTail(40));
+                        + " before registering (" + lastError() + "); log tail:\n" + logTail(40));
             }
             long owner = cluster.registrationOwner(id());
             if (owner != 0 && owner != staleOwner && readyExtra()) {
@@ -122,7 +122,22 @@ public abstract class Bookie {
             }
             Thread.sleep(100);
         }
-        throw new IllegalStateException(name + " did not register within " + timeout + "; log tail:\n" + logTail(40));
+        throw new IllegalStateException(name + " did not register within " + timeout + " (" + lastError()
+                + "); log tail:\n" + logTail(40));
+    }
+
+    /**
+     * The log's last error line (or its last line): reports show an exception's first line
+     * only, so a start failure names its cause there.
+     */
+    public String lastError() {
+        String[] all = logText().split("\n");
+        for (int i = all.length - 1; i >= 0; i--) {
+            if (all[i].contains("ERROR") || all[i].contains("panicked at") || all[i].contains("Exception")) {
+                return "last error: " + all[i].strip();
+            }
+        }
+        return all.length == 0 ? "empty log" : "last line: " + all[all.length - 1].strip();
     }
 
     protected boolean readyExtra() {
