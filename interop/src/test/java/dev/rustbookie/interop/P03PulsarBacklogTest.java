@@ -42,8 +42,8 @@ class P03PulsarBacklogTest {
     void pulsarBacklogCatchUp() throws Exception {
         String impl = "java".equals(System.getProperty("interop.impl", System.getenv("INTEROP_IMPL"))) ? "java" : "ours";
         // A control, ours only: -Dinterop.p03.hot=true leaves the backlog in our write caches
-        // (no flush; flushInterval and gcWaitTime 1 h, as a deleted ledger found by the GC
-        // flushes the write cache too), so every read is answered from memory (the run prints
+        // (no flush; flushInterval and gcWaitTime 1 h, as every GC pass flushes the write cache
+        // first), so every read is answered from memory (the run prints
         // read_ahead_runs_total: 0 when it was); msg/s near the cold run's says the broker,
         // not the bookies' read path, sets the pace.
         boolean hot = Boolean.getBoolean("interop.p03.hot");
