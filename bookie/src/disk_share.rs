@@ -74,7 +74,7 @@ impl DiskShare {
     }
 
     fn limit(&self) -> usize {
-        let l = if self.journals_waiting.load(Ordering::Relaxed) != 0 {
+        let l = if self.journal_waits() {
             self.beside_journal
         } else {
             self.depth

@@ -34,6 +34,19 @@ pub(crate) fn sync_data<S: Storage>(storage: &mut S, file: FileId) -> Result<(),
     exec(storage, Op::SyncData { file }).map(|_| ())
 }
 
+/// The O_DIRECT read covering bytes `[offset, offset + len)` of a file: aligned start and
+/// length, and `skip`, where the range starts in the buffer it fills.
+pub(crate) fn aligned_read(file: FileId, offset: u64, len: usize) -> (Op, usize) {
+    let start = align_down(offset as usize) as u64;
+    let skip = (offset - start) as usize;
+    let op = Op::Read {
+        file,
+        offset: start,
+        buf: AlignedBuf::zeroed(align_up((skip + len).max(1))),
+    };
+    (op, skip)
+}
+
 /// Reads bytes `[offset, offset + len)` of a file, whatever their alignment, into a buffer
 /// whose slice `[skip..skip + len]` is the requested range (`skip` is returned). Short reads
 /// are continued; a read that returns nothing before `len` is satisfied is `Ok(None)` (the
@@ -44,18 +57,11 @@ pub(crate) fn read_range<S: Storage>(
     offset: u64,
     len: usize,
 ) -> Result<Option<(AlignedBuf, usize)>, IoError> {
-    let start = align_down(offset as usize) as u64;
-    let skip = (offset - start) as usize;
+    let (op, skip) = aligned_read(file, offset, len);
+    let start = offset - skip as u64;
     let want = skip + len;
     let total = align_up(want.max(1));
-    let (n, back) = exec(
-        storage,
-        Op::Read {
-            file,
-            offset: start,
-            buf: AlignedBuf::zeroed(total),
-        },
-    )?;
+    let (n, back) = exec(storage, op)?;
     let first = back.ok_or(IoError::EIO)?;
     if n >= want {
         return Ok(Some((first, skip)));

@@ -33,7 +33,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use storage::{align_down, align_up, AlignedBuf, Completion, FileId, Op, Storage, Wait};
+use storage::{align_down, Completion, FileId, Storage, Wait};
 
 use crate::error::{CorruptionKind, StoreError};
 use crate::format::*;
@@ -226,13 +226,8 @@ impl<S: Storage> Reader<S> {
         let mut answered = vec![false; pending.len()];
         let mut waiting = 0usize;
         for (k, p) in pending.iter().enumerate() {
-            let start = align_down(p.loc.offset as usize) as u64;
-            let want = (p.loc.offset - start) as usize + ENTRY_HEADER_BYTES + p.loc.length as usize;
-            let op = Op::Read {
-                file: p.file,
-                offset: start,
-                buf: AlignedBuf::zeroed(align_up(want)),
-            };
+            let want = ENTRY_HEADER_BYTES + p.loc.length as usize;
+            let (op, _) = crate::io::aligned_read(p.file, p.loc.offset, want);
             match self.storage.submit(k as u64, op) {
                 Ok(()) => waiting += 1,
                 Err((e, _)) => {
@@ -264,7 +259,7 @@ impl<S: Storage> Reader<S> {
                     continue;
                 };
                 waiting -= 1;
-                let skip = (p.loc.offset - align_down(p.loc.offset as usize) as u64) as usize;
+                let skip = p.loc.offset as usize - align_down(p.loc.offset as usize);
                 let total = ENTRY_HEADER_BYTES + p.loc.length as usize;
                 match (c.result, c.buf) {
                     (Ok(n), Some(buf)) if n >= skip + total => {
@@ -529,22 +524,18 @@ impl<S: Storage> Reader<S> {
         // Every device read goes in flight before the first is waited for. A read the ring
         // does not take is read alone when its turn comes.
         let mut submitted = vec![false; plans.len()];
+        let mut skips = vec![0; plans.len()];
         for (k, plan) in plans.iter().enumerate() {
             let (offset, span) = plan.range();
-            let at = align_down(offset as usize) as u64;
-            let op = Op::Read {
-                file: plan.file,
-                offset: at,
-                buf: AlignedBuf::zeroed(align_up((offset - at) as usize + span)),
-            };
+            let (op, skip) = crate::io::aligned_read(plan.file, offset, span);
+            skips[k] = skip;
             submitted[k] = self.storage.submit(RUN_TOKEN + k as u64, op).is_ok();
         }
         let mut done: Vec<Option<Completion>> = (0..plans.len()).map(|_| None).collect();
         let mut out: Vec<Completion> = Vec::new();
         let mut first_error = None;
         for (k, plan) in plans.iter().enumerate() {
-            let (offset, span) = plan.range();
-            let skip = (offset - align_down(offset as usize) as u64) as usize;
+            let (skip, span) = (skips[k], plan.range().1);
             while submitted[k] && done[k].is_none() {
                 let polled = self
                     .storage
