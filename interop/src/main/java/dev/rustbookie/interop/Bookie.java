@@ -102,6 +102,11 @@ public abstract class Bookie {
         expectUp = true;
     }
 
+    /** The process id while it runs, or -1 (for CpuSampler). */
+    public synchronized long pid() {
+        return proc != null && proc.isAlive() ? proc.pid() : -1;
+    }
+
     /** Starts and waits until registered (and ready). */
     public void start() throws Exception {
         launch();

@@ -191,6 +191,11 @@ public final class PulsarBroker implements AutoCloseable {
         proc = Procs.start(pb, log(), cluster.runDir.resolve("pids").resolve(name + ".pid"));
     }
 
+    /** The process id while it runs, or -1 (for CpuSampler). */
+    public synchronized long pid() {
+        return proc != null && proc.isAlive() ? proc.pid() : -1;
+    }
+
     /** Starts the broker and waits until GET /admin/v2/brokers/ready answers 200. */
     public void start(Duration timeout) throws Exception {
         long t0 = System.nanoTime();

@@ -7,7 +7,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -30,7 +32,9 @@ import org.junit.jupiter.api.Timeout;
  * vm.drop_caches=1, as bkperf read --cold --drop-page-cache does; off with
  * -Dinterop.p03.dropPageCache=false). A fresh Exclusive consumer on the
  * subscription reads all N, checked in order and by content; msg/s from first receive to last.
- * Prints "P03 backlog: N msgs in X s = Y msg/s (impl=ours|java)".
+ * Prints "P03 backlog: N msgs in X s = Y msg/s (impl=ours|java)", and "P03 cpu": the CPU the
+ * broker, each bookie and the consumer used over the same window (CpuSampler), in % of one core,
+ * and the machine's busy share: which process owns the pace.
  */
 @Tag("pulsar-bench")
 @Timeout(value = 900, unit = TimeUnit.SECONDS)
@@ -109,11 +113,27 @@ class P03PulsarBacklogTest {
                 Cluster.log(impl + ": " + dropPageCache());
             }
 
-            // 4. The catch-up read.
-            Process cons = b.driver("bench-consume", List.of("bench-consume", b.serviceUrl(), topic, sub,
-                    Integer.toString(N), Integer.toString(SIZE)));
-            assertTrue(cons.waitFor(600, TimeUnit.SECONDS), "consumer did not finish within 600 s");
-            Procs.forget(cons);
+            // 4. The catch-up read, with the CPU each process uses sampled meanwhile.
+            Map<String, Long> pids = new LinkedHashMap<>();
+            pids.put("broker", b.pid());
+            for (Bookie k : c.bookies) {
+                pids.put(k.name, k.pid());
+            }
+            Process cons;
+            String cpu;
+            try (CpuSampler sampler = new CpuSampler(pids)) {
+                cons = b.driver("bench-consume", List.of("bench-consume", b.serviceUrl(), topic, sub,
+                        Integer.toString(N), Integer.toString(SIZE)));
+                assertTrue(cons.waitFor(600, TimeUnit.SECONDS), "consumer did not finish within 600 s");
+                Procs.forget(cons);
+                String line = lastLine(c, "pulsar-bench-consume-2.log", "consumed ");
+                Matcher w = Pattern.compile("first_ms (\\d+) last_ms (\\d+) cpu_ms (\\d+)").matcher(line);
+                cpu = w.find()
+                        ? sampler.window(Long.parseLong(w.group(1)), Long.parseLong(w.group(2))) + "; consumer JVM "
+                                + Math.round(Long.parseLong(w.group(3)) * 100.0
+                                        / Math.max(1, Long.parseLong(w.group(2)) - Long.parseLong(w.group(1))))
+                        : "(no window in the consumer's output)";
+            }
             String out = lastLine(c, "pulsar-bench-consume-2.log", "consumed ");
             assertEquals(0, cons.exitValue(), "consumer failed: " + out);
             Matcher m = Pattern.compile("consumed (\\d+) first_to_last_ns (\\d+) bad (\\d+)").matcher(out);
@@ -125,6 +145,10 @@ class P03PulsarBacklogTest {
                     hot ? ", hot control" : "");
             Cluster.log(line);
             System.out.println(line);
+            // Who owns the pace: the CPU each process used from first receive to last.
+            String cpuLine = "P03 cpu, first to last receive, % of one core (impl=" + impl + "): " + cpu;
+            Cluster.log(cpuLine);
+            System.out.println(cpuLine);
             for (Bookie k : c.bookies) {
                 if (!k.isJava()) {
                     Cluster.log(impl + ": " + k.name + " reads: " + readStats(k));

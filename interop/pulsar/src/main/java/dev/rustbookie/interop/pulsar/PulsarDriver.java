@@ -51,7 +51,8 @@ import org.apache.pulsar.client.api.SubscriptionType;
  * bench-consume SERVICE_URL TOPIC SUBSCRIPTION COUNT SIZE
  *   One Exclusive consumer on SUBSCRIPTION (default receiver queue), cumulative acks every 1000;
  *   checks every message (in order, size, the sequence number at both ends, a byte in the middle)
- *   and prints "consumed COUNT first_to_last_ns NS bad BAD" (clock: first receive to last).
+ *   and prints "consumed COUNT first_to_last_ns NS bad BAD first_ms T1 last_ms T2 cpu_ms CPU" (clock:
+ *   first receive to last; T1, T2 wall clock in ms since the epoch; CPU this JVM used between).
  * produce-mix SERVICE_URL OUT_FILE SEED COUNT KEYS TOPICS CHUNK_TOPIC CHUNKED
  *   On each topic of TOPICS (comma-separated) two LZ4-compressing producers, "lz4-batch"
  *   (batching, key-based batches: up to 100 messages / 64 KiB / 5 ms) and "lz4-single" (no
@@ -343,6 +344,12 @@ public final class PulsarDriver {
         }
     }
 
+    /** This JVM's CPU time so far (all threads), in ns. */
+    static long processCpuNs() {
+        return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory
+                .getOperatingSystemMXBean()).getProcessCpuTime();
+    }
+
     static void benchConsume(String url, String topic, String sub, int count, int size) throws Exception {
         try (PulsarClient client = client(url)) {
             Consumer<byte[]> c = client.newConsumer()
@@ -353,6 +360,8 @@ public final class PulsarDriver {
                     .subscribe();
             long first = 0;
             long last = 0;
+            long firstMs = 0;
+            long firstCpuNs = 0;
             long bad = 0;
             int got = 0;
             while (got < count) {
@@ -363,6 +372,8 @@ public final class PulsarDriver {
                 last = System.nanoTime();
                 if (got == 0) {
                     first = last;
+                    firstMs = System.currentTimeMillis();
+                    firstCpuNs = processCpuNs();
                 }
                 byte[] d = m.getData();
                 ByteBuffer bb = ByteBuffer.wrap(d);
@@ -379,7 +390,10 @@ public final class PulsarDriver {
                     c.acknowledgeCumulativeAsync(m);
                 }
             }
-            System.out.println("consumed " + got + " first_to_last_ns " + (last - first) + " bad " + bad);
+            long cpuMs = (processCpuNs() - firstCpuNs) / 1_000_000;
+            long lastMs = firstMs + (last - first) / 1_000_000;
+            System.out.println("consumed " + got + " first_to_last_ns " + (last - first) + " bad " + bad
+                    + " first_ms " + firstMs + " last_ms " + lastMs + " cpu_ms " + cpuMs);
             c.close();
         }
     }
