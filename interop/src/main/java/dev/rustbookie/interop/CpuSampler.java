@@ -26,6 +26,8 @@ public final class CpuSampler implements AutoCloseable {
     private final long[] pids;
     private final List<Sample> samples = new ArrayList<>();
     private final Thread thread;
+    /** The machine's CPUs (the cpuN lines of /proc/stat), whatever this JVM may use. */
+    private final int cpus = machineCpus();
     private volatile boolean stop;
 
     /** Starts sampling the processes, by name (a pid of -1 is never sampled). */
@@ -87,11 +89,10 @@ public final class CpuSampler implements AutoCloseable {
         for (int i = 0; i < names.size(); i++) {
             pct.put(names.get(i), Math.round((b.procTicks[i] - a.procTicks[i]) * 100 / wallTicks));
         }
-        int cores = Runtime.getRuntime().availableProcessors();
-        long busy = Math.round((double) (b.busyTicks - a.busyTicks) / (b.totalTicks - a.totalTicks) * 100 * cores);
+        long busy = Math.round((double) (b.busyTicks - a.busyTicks) / (b.totalTicks - a.totalTicks) * 100 * cpus);
         StringBuilder sb = new StringBuilder();
         pct.forEach((n, p) -> sb.append(n).append(' ').append(p).append(", "));
-        sb.append("machine busy ").append(busy).append(" of ").append(100 * cores)
+        sb.append("machine busy ").append(busy).append(" of ").append(100 * cpus)
                 .append(" (% of one core, over ").append(b.atMs - a.atMs).append(" ms)");
         return sb.toString();
     }
@@ -123,6 +124,15 @@ public final class CpuSampler implements AutoCloseable {
             return new long[] {total - idle, total};
         } catch (IOException | RuntimeException e) {
             return new long[] {0, 0};
+        }
+    }
+
+    /** The number of cpuN lines in /proc/stat (1 if it cannot be read). */
+    static int machineCpus() {
+        try (BufferedReader r = Files.newBufferedReader(Path.of("/proc/stat"), StandardCharsets.US_ASCII)) {
+            return (int) Math.max(1, r.lines().filter(l -> l.matches("cpu\\d+ .*")).count());
+        } catch (IOException | RuntimeException e) {
+            return 1;
         }
     }
 

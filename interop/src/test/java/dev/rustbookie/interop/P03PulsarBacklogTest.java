@@ -126,13 +126,7 @@ class P03PulsarBacklogTest {
                         Integer.toString(N), Integer.toString(SIZE)));
                 assertTrue(cons.waitFor(600, TimeUnit.SECONDS), "consumer did not finish within 600 s");
                 Procs.forget(cons);
-                String line = lastLine(c, "pulsar-bench-consume-2.log", "consumed ");
-                Matcher w = Pattern.compile("first_ms (\\d+) last_ms (\\d+) cpu_ms (\\d+)").matcher(line);
-                cpu = w.find()
-                        ? sampler.window(Long.parseLong(w.group(1)), Long.parseLong(w.group(2))) + "; consumer JVM "
-                                + Math.round(Long.parseLong(w.group(3)) * 100.0
-                                        / Math.max(1, Long.parseLong(w.group(2)) - Long.parseLong(w.group(1))))
-                        : "(no window in the consumer's output)";
+                cpu = cpuShares(sampler, lastLine(c, "pulsar-bench-consume-2.log", "consumed "));
             }
             String out = lastLine(c, "pulsar-bench-consume-2.log", "consumed ");
             assertEquals(0, cons.exitValue(), "consumer failed: " + out);
@@ -156,6 +150,21 @@ class P03PulsarBacklogTest {
             }
             c.assertHealthy();
         }
+    }
+
+    /**
+     * The CPU shares over the consumer's window (its first receive to its last, wall clock, as
+     * it prints them): the sampled processes', then the consumer JVM's own (its cpu_ms).
+     */
+    static String cpuShares(CpuSampler sampler, String consumed) {
+        Matcher w = Pattern.compile("first_ms (\\d+) last_ms (\\d+) cpu_ms (\\d+)").matcher(consumed);
+        if (!w.find()) {
+            return "(no window in the consumer's output: " + consumed + ")";
+        }
+        long first = Long.parseLong(w.group(1));
+        long last = Long.parseLong(w.group(2));
+        long consumerPct = Math.round(Long.parseLong(w.group(3)) * 100.0 / Math.max(1, last - first));
+        return sampler.window(first, last) + "; consumer JVM " + consumerPct;
     }
 
     /** sync, then vm.drop_caches=1 (the page cache); says what it did. */
