@@ -33,7 +33,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use storage::{align_down, Completion, FileId, Storage, Wait};
+use storage::{Completion, FileId, Storage, Wait};
 
 use crate::error::{CorruptionKind, StoreError};
 use crate::format::*;
@@ -225,9 +225,12 @@ impl<S: Storage> Reader<S> {
         // Per pending read: answered, or to read again alone.
         let mut answered = vec![false; pending.len()];
         let mut waiting = 0usize;
+        // Per pending read: where its record starts in the buffer its read fills.
+        let mut skips = vec![0; pending.len()];
         for (k, p) in pending.iter().enumerate() {
             let want = ENTRY_HEADER_BYTES + p.loc.length as usize;
-            let (op, _) = crate::io::aligned_read(p.file, p.loc.offset, want);
+            let (op, skip) = crate::io::aligned_read(p.file, p.loc.offset, want);
+            skips[k] = skip;
             match self.storage.submit(k as u64, op) {
                 Ok(()) => waiting += 1,
                 Err((e, _)) => {
@@ -259,7 +262,7 @@ impl<S: Storage> Reader<S> {
                     continue;
                 };
                 waiting -= 1;
-                let skip = p.loc.offset as usize - align_down(p.loc.offset as usize);
+                let skip = skips[k];
                 let total = ENTRY_HEADER_BYTES + p.loc.length as usize;
                 match (c.result, c.buf) {
                     (Ok(n), Some(buf)) if n >= skip + total => {

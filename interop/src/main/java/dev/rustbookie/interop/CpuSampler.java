@@ -19,6 +19,8 @@ import java.util.Map;
  */
 public final class CpuSampler implements AutoCloseable {
     static final long SAMPLE_MS = 50;
+    /** The samples kept, the newest (an hour at SAMPLE_MS): a sampler left running stays bounded. */
+    static final int MAX_SAMPLES = 72_000;
 
     private record Sample(long atMs, long[] procTicks, long busyTicks, long totalTicks) {}
 
@@ -50,6 +52,9 @@ public final class CpuSampler implements AutoCloseable {
             last = ticks;
             long[] m = machineTicks();
             synchronized (samples) {
+                if (samples.size() >= MAX_SAMPLES) {
+                    samples.remove(0);
+                }
                 samples.add(new Sample(System.currentTimeMillis(), ticks, m[0], m[1]));
             }
             try {
