@@ -19,6 +19,7 @@ mod conf;
 mod conf_env;
 mod config;
 mod conn;
+mod dir_audit;
 mod disk_share;
 mod gc;
 mod http;
@@ -178,7 +179,9 @@ fn main() -> ExitCode {
         let (config, sources) = settings(args).map_err(cluster::Failure::from)?;
         if print {
             print!("{}", conf_env::describe(&sources, &flags, &config));
-            return Ok(());
+            // `serve` would refuse these directories: say so here too (exit code 1), so that a
+            // configuration checked this way is not taken for one that starts.
+            return dir_audit::check(&config).map_err(cluster::Failure::from);
         }
         if let Some(line) = conf::ignored_line(&sources.ignored) {
             log::warn!("{line}");
@@ -195,11 +198,18 @@ fn main() -> ExitCode {
         Some(Command::Metaformat(a)) => return meta_command("metaformat", &a),
         Some(Command::Listbookies(a)) => return meta_command("listbookies", &a),
         Some(Command::Inspect { what }) => match what {
-            Inspect::Journal { dir } => lock::DirLock::acquire(dir.parent().unwrap_or(&dir))
+            Inspect::Journal { dir } => dir_audit::check_inspect_dir(&dir)
+                .and_then(|()| lock::DirLock::acquire(dir.parent().unwrap_or(&dir)))
                 .and_then(|_lock| inspect::journal(&dir)),
-            Inspect::Entrylog { dir } => inspect::entrylog(&dir),
-            Inspect::Index { dir, ledger } => inspect::index(&dir, ledger),
-            Inspect::Ledger { dir, ledger } => inspect::ledger(&dir, ledger),
+            Inspect::Entrylog { dir } => {
+                dir_audit::check_inspect_dir(&dir).and_then(|()| inspect::entrylog(&dir))
+            }
+            Inspect::Index { dir, ledger } => {
+                dir_audit::check_inspect_dir(&dir).and_then(|()| inspect::index(&dir, ledger))
+            }
+            Inspect::Ledger { dir, ledger } => {
+                dir_audit::check_inspect_dir(&dir).and_then(|()| inspect::ledger(&dir, ledger))
+            }
         }
         .map_err(cluster::Failure::from),
     };

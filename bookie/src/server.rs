@@ -43,6 +43,9 @@ use crate::tls::Security;
 /// Runs the bookie until a signal stops it. The error carries the process exit code (1, or 4
 /// when the ZooKeeper registration failed).
 pub fn run(config: BookieConfig) -> Result<(), Failure> {
+    // State this bookie does not own (a Java bookie's files) stops the start before anything
+    // is locked, stamped, registered or listened on.
+    crate::dir_audit::check(&config)?;
     let signals = Signals::install()?;
     // TLS key material and the auth provider: a bad file or key stops the start here.
     let security = Arc::new(Security::from_config(&config.tls, &config.auth)?);

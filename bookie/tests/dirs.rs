@@ -152,3 +152,82 @@ fn journals_and_entry_logs_spread_over_every_directory() {
         "{err}"
     );
 }
+
+/// A Java bookie's directories (issue 29): `serve` and `--print-config` refuse them, exit 1,
+/// name what they found, and change nothing; `inspect` refuses Java's `current/`. The layout is
+/// written by hand here; interop's X06 makes it with a real Java bookie.
+#[test]
+fn a_java_bookies_directories_are_refused_and_left_untouched() {
+    let dir = common::tempdir("bookie-java-dirs-");
+    let (journal, ledgers) = (dir.path().join("journal"), dir.path().join("ledgers"));
+    let files = [
+        journal.join("current/VERSION"),
+        journal.join("current/19a3c5e2b10.txn"),
+        ledgers.join("current/VERSION"),
+        ledgers.join("current/lastMark"),
+        ledgers.join("current/0.log"),
+        ledgers.join("current/ledgers/CURRENT"),
+        ledgers.join("current/locations/CURRENT"),
+    ];
+    for (k, f) in files.iter().enumerate() {
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, format!("java file {k}")).unwrap();
+    }
+    let listing = || {
+        let mut v = Vec::new();
+        let mut stack = vec![journal.clone(), ledgers.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    v.push((p.clone(), std::fs::read(&p).unwrap()));
+                }
+            }
+        }
+        v.sort();
+        v
+    };
+    let before = listing();
+    let port = free_port();
+    let conf = dir.path().join("bk_server.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "bookiePort={port}\nlisteningInterface=lo\njournalDirectories={}\n\
+             ledgerDirectories={}\nhttpServerEnabled=false\n",
+            journal.display(),
+            ledgers.display()
+        ),
+    )
+    .unwrap();
+    let builder = BookieBuilder::serve_conf(&conf, port).args(["--no-pin"]);
+    for extra in [&[][..], &["--print-config"][..]] {
+        let out = builder.command().args(extra).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(err.contains("refusing to start"), "{err}");
+        assert!(
+            err.contains(&format!("{} (ledger directory)", ledgers.display())),
+            "{err}"
+        );
+        assert!(err.contains("1 Java journal file(s)"), "{err}");
+        assert!(err.contains("RocksDB"), "{err}");
+        if extra.is_empty() {
+            assert!(!common::bookie::accepts(port), "it must not listen");
+        } else {
+            let printed = String::from_utf8_lossy(&out.stdout);
+            assert!(printed.contains(&format!("bookiePort={port}")), "{printed}");
+        }
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bookie"))
+        .args(["inspect", "entrylog"])
+        .arg(ledgers.join("current"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("holds a Java bookie's files"), "{err}");
+    assert_eq!(listing(), before, "the Java files after the refusals");
+}

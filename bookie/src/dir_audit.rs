@@ -1,0 +1,408 @@
+//! The start-up audit of the journal, ledger and index directories: state this bookie does not
+//! own stops the start, before anything is locked, stamped, registered or listened on.
+//!
+//! Why: the obvious way to try this bookie is to start it on a stopped Java bookie's
+//! `bk_server.conf`. Java keeps everything in `<dir>/current/` (entry logs `*.log`, journals
+//! `*.txn`, `lastMark`, DbLedgerStorage's RocksDB `ledgers/` and `locations/`, Interleaved and
+//! SortedLedgerStorage's `*.idx` files), and its cookie (`current/VERSION`) is the same as ours.
+//! Started on it, a bookie that ignores those files serves every ledger as empty, takes adds to
+//! ledgers that recovery fenced and accepts any master key: acknowledged data is lost and fencing
+//! broken, while the bookie looks healthy. So anything this bookie cannot account for is refused,
+//! with a message that names the directory, what it holds and what to do. Nothing is changed.
+//!
+//! What this bookie owns in a configured directory: `current/VERSION` (the cookie, and the
+//! `VERSION.tmp` of an interrupted stamp), `LOCK`, `shard-<n>/` (its journals and ledger
+//! storage, whose own formats carry checksums and versions), `lost+found/` (an ext4 mount point)
+//! and other configured directories nested inside it. Anything else is foreign.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::config::BookieConfig;
+use crate::readonly::DirKind;
+
+/// At most this many names are read below one `current/` (Java's index files sit in two levels
+/// of subfolders): enough to describe it, bounded on a disk of millions of files.
+const SCAN_LIMIT: usize = 100_000;
+
+/// What one directory holds that this bookie does not own.
+#[derive(Debug, PartialEq)]
+pub struct Foreign {
+    pub dir: PathBuf,
+    pub kind: DirKind,
+    /// Human descriptions, e.g. "3 Java entry logs (current/*.log)".
+    pub found: Vec<String>,
+}
+
+/// Audits every configured directory; `Err` carries the message the start fails with.
+pub fn check(config: &BookieConfig) -> Result<(), String> {
+    let foreign = audit(config)?;
+    if foreign.is_empty() {
+        Ok(())
+    } else {
+        Err(refusal(&foreign))
+    }
+}
+
+/// The directories that hold foreign state (empty: all clear).
+pub fn audit(config: &BookieConfig) -> Result<Vec<Foreign>, String> {
+    let dirs = crate::ledger_dirs::checked(config);
+    let configured: Vec<&Path> = dirs.iter().map(|(d, _)| *d).collect();
+    let mut out: Vec<Foreign> = Vec::new();
+    for (dir, kind) in &dirs {
+        // A directory listed twice (a ledger directory that is also the index directory) is
+        // read once.
+        if out.iter().any(|f| f.dir == *dir) {
+            continue;
+        }
+        let found = scan(dir, &configured)?;
+        if !found.is_empty() {
+            out.push(Foreign {
+                dir: dir.to_path_buf(),
+                kind: *kind,
+                found,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The error a start refused for `foreign` ends with.
+pub fn refusal(foreign: &[Foreign]) -> String {
+    let mut m = String::from(
+        "refusing to start: these directories hold state this bookie does not own, and nothing \
+         in them was changed:",
+    );
+    for f in foreign {
+        m.push_str(&format!(
+            "\n  {} ({} directory): {}",
+            f.dir.display(),
+            kind_name(f.kind),
+            f.found.join("; ")
+        ));
+    }
+    let java = foreign
+        .iter()
+        .any(|f| f.found.iter().any(|s| s.contains("Java")));
+    if java {
+        m.push_str(
+            "\nThese are a Java bookie's files. This bookie cannot read them yet (taking over a \
+             Java bookie's disks in place is not supported): started on them it would serve \
+             every ledger they hold as empty and take adds to ledgers that recovery fenced. To \
+             replace that Java bookie: keep it running on these directories until its ledgers \
+             are re-replicated elsewhere (decommission it: `bookkeeper shell decommissionbookie`, \
+             or stop it for good and let autorecovery copy its ledgers), then start this bookie \
+             on fresh, empty directories with a new cookie (`bookkeeper shell deletecookie` \
+             removes the old one from ZooKeeper).",
+        );
+    } else {
+        m.push_str(
+            "\nMove those entries elsewhere, or point journalDirectories, ledgerDirectories and \
+             indexDirectories at directories that hold only this bookie's data.",
+        );
+    }
+    m
+}
+
+fn kind_name(kind: DirKind) -> &'static str {
+    match kind {
+        DirKind::Journal => "journal",
+        DirKind::Ledger => "ledger",
+        DirKind::Index => "index",
+    }
+}
+
+/// What `dir` holds that this bookie does not own (empty when it owns everything or the
+/// directory does not exist yet).
+fn scan(dir: &Path, configured: &[&Path]) -> Result<Vec<String>, String> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot list {}: {e}", dir.display())),
+    };
+    let mut found = Vec::new();
+    let mut unknown = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        let ours = match name.as_str() {
+            "LOCK" => !is_dir,
+            "lost+found" => is_dir,
+            "current" if is_dir => {
+                found.extend(scan_current(&path)?);
+                true
+            }
+            _ => {
+                (is_dir && is_shard_dir(&name))
+                    || configured.iter().any(|c| c.starts_with(&path) && *c != dir)
+            }
+        };
+        if !ours {
+            unknown.push(if is_dir { format!("{name}/") } else { name });
+        }
+    }
+    if !unknown.is_empty() {
+        unknown.sort();
+        found.push(format!("unknown entries: {}", short_list(&unknown)));
+    }
+    Ok(found)
+}
+
+fn is_shard_dir(name: &str) -> bool {
+    name.strip_prefix("shard-")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// What `current/` holds besides the cookie, described by what Java keeps there.
+fn scan_current(current: &Path) -> Result<Vec<String>, String> {
+    let mut txn = 0usize;
+    let mut logs = 0usize;
+    let mut idx = 0usize;
+    let mut seen = 0usize;
+    let mut found = Vec::new();
+    let mut other = Vec::new();
+    for entry in
+        fs::read_dir(current).map_err(|e| format!("cannot list {}: {e}", current.display()))?
+    {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", current.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        match (name.as_str(), is_dir) {
+            ("VERSION" | "VERSION.tmp", false) => {}
+            ("lastMark", false) => found.push("Java's journal mark (current/lastMark)".to_string()),
+            ("ledgers", true) => found.push(
+                "Java DbLedgerStorage's RocksDB ledger metadata: fenced flags, master keys \
+                 (current/ledgers/)"
+                    .to_string(),
+            ),
+            ("locations", true) => found.push(
+                "Java DbLedgerStorage's RocksDB entry locations (current/locations/)".to_string(),
+            ),
+            (n, false) if n.ends_with(".txn") => txn += 1,
+            (n, false) if n.ends_with(".log") => logs += 1,
+            (n, true) if n.len() <= 2 && n.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                // Interleaved/SortedLedgerStorage: current/<xx>/<yy>/<ledger>.idx
+                let before = idx;
+                count_idx(&entry.path(), 2, &mut idx, &mut seen);
+                if idx == before {
+                    other.push(format!("{name}/"));
+                }
+            }
+            _ => other.push(if is_dir { format!("{name}/") } else { name }),
+        }
+        seen += 1;
+        if seen >= SCAN_LIMIT {
+            other.push(format!("(stopped reading after {SCAN_LIMIT} names)"));
+            break;
+        }
+    }
+    if txn > 0 {
+        found.push(format!("{txn} Java journal file(s) (current/*.txn)"));
+    }
+    if logs > 0 {
+        found.push(format!("{logs} Java entry log(s) (current/*.log)"));
+    }
+    if idx > 0 {
+        found.push(format!(
+            "{idx} Java ledger index file(s) of Interleaved/SortedLedgerStorage (current/*/*/*.idx)"
+        ));
+    }
+    if !other.is_empty() {
+        other.sort();
+        found.push(format!(
+            "other files in current/ (a Java bookie's layout): {}",
+            short_list(&other)
+        ));
+    }
+    // Sorted for a stable message: the listing order of a directory is the file system's.
+    found.sort();
+    Ok(found)
+}
+
+/// Counts `*.idx` files below `dir`, `depth` levels at most, within the scan budget.
+fn count_idx(dir: &Path, depth: usize, idx: &mut usize, seen: &mut usize) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        *seen += 1;
+        if *seen >= SCAN_LIMIT {
+            return;
+        }
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if depth > 1 {
+                count_idx(&path, depth - 1, idx, seen);
+            }
+        } else if path.extension().is_some_and(|e| e == "idx") {
+            *idx += 1;
+        }
+    }
+}
+
+/// The first few names, then how many more.
+fn short_list(names: &[String]) -> String {
+    const SHOWN: usize = 6;
+    let mut s = names
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
+}
+
+/// For `bookie inspect DIR`: refuses a directory that is (or holds) a Java bookie's `current/`,
+/// since opening it as our ledger storage or journal could write a MANIFEST into it.
+pub fn check_inspect_dir(dir: &Path) -> Result<(), String> {
+    let current = if dir.file_name().is_some_and(|n| n == "current") {
+        dir.to_path_buf()
+    } else {
+        dir.join("current")
+    };
+    if !current.is_dir() {
+        return Ok(());
+    }
+    let found = scan_current(&current)?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} holds a Java bookie's files ({}): `bookie inspect` reads this bookie's own formats \
+         only (a shard directory such as data/ledgers/shard-0) and leaves these untouched",
+        dir.display(),
+        found.join("; ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(path: &Path) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, b"x").unwrap();
+    }
+
+    fn config(root: &Path) -> BookieConfig {
+        BookieConfig {
+            journal_dirs: vec![root.join("journal")],
+            ledger_dirs: vec![root.join("ledgers")],
+            ..BookieConfig::default()
+        }
+    }
+
+    #[test]
+    fn our_own_layout_and_missing_directories_pass() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let c = config(root);
+        assert_eq!(audit(&c).unwrap(), vec![]);
+        touch(&root.join("journal/current/VERSION"));
+        touch(&root.join("journal/LOCK"));
+        touch(&root.join("journal/shard-0/0000000000000001.jrnl"));
+        touch(&root.join("ledgers/current/VERSION"));
+        touch(&root.join("ledgers/current/VERSION.tmp"));
+        touch(&root.join("ledgers/shard-1/MANIFEST"));
+        touch(&root.join("ledgers/shard-1/0000000000000001.log"));
+        fs::create_dir_all(root.join("ledgers/lost+found")).unwrap();
+        assert_eq!(audit(&c).unwrap(), vec![]);
+        check(&c).unwrap();
+    }
+
+    #[test]
+    fn a_nested_configured_directory_is_ours() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let c = BookieConfig {
+            journal_dirs: vec![root.join("disk/journal")],
+            ledger_dirs: vec![root.join("disk")],
+            ..BookieConfig::default()
+        };
+        touch(&root.join("disk/journal/shard-0/0000000000000001.jrnl"));
+        touch(&root.join("disk/shard-0/MANIFEST"));
+        assert_eq!(audit(&c).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn java_db_ledger_storage_is_refused_with_what_it_holds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let c = config(root);
+        touch(&root.join("journal/current/VERSION"));
+        touch(&root.join("journal/current/18c2d2b3a1e.txn"));
+        touch(&root.join("journal/current/18c2d2b3a1f.txn"));
+        touch(&root.join("ledgers/current/VERSION"));
+        touch(&root.join("ledgers/current/lastMark"));
+        touch(&root.join("ledgers/current/0.log"));
+        touch(&root.join("ledgers/current/ledgers/CURRENT"));
+        touch(&root.join("ledgers/current/locations/CURRENT"));
+        let f = audit(&c).unwrap();
+        assert_eq!(f.len(), 2);
+        let ledgers = f.iter().find(|f| f.kind == DirKind::Ledger).unwrap();
+        let text = ledgers.found.join("; ");
+        assert!(text.contains("1 Java entry log(s)"), "{text}");
+        assert!(text.contains("current/lastMark"), "{text}");
+        assert!(text.contains("current/ledgers/"), "{text}");
+        assert!(text.contains("current/locations/"), "{text}");
+        let journal = f.iter().find(|f| f.kind == DirKind::Journal).unwrap();
+        assert_eq!(
+            journal.found,
+            vec!["2 Java journal file(s) (current/*.txn)".to_string()]
+        );
+        let msg = check(&c).unwrap_err();
+        assert!(
+            msg.contains(&root.join("ledgers").display().to_string()),
+            "{msg}"
+        );
+        assert!(msg.contains("decommission"), "{msg}");
+        assert!(msg.contains("fresh, empty directories"), "{msg}");
+    }
+
+    #[test]
+    fn java_sorted_ledger_storage_index_files_are_counted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let c = config(root);
+        touch(&root.join("ledgers/current/VERSION"));
+        touch(&root.join("ledgers/current/0/0/0.idx"));
+        touch(&root.join("ledgers/current/0/1/1.idx"));
+        touch(&root.join("ledgers/current/lastId"));
+        let f = audit(&c).unwrap();
+        let text = f[0].found.join("; ");
+        assert!(text.contains("2 Java ledger index file(s)"), "{text}");
+        assert!(text.contains("lastId"), "{text}");
+    }
+
+    #[test]
+    fn unknown_entries_are_refused_without_java_advice() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let c = config(root);
+        touch(&root.join("ledgers/notes.txt"));
+        fs::create_dir_all(root.join("ledgers/shard-x")).unwrap();
+        let msg = check(&c).unwrap_err();
+        assert!(
+            msg.contains("unknown entries: notes.txt, shard-x/"),
+            "{msg}"
+        );
+        assert!(!msg.contains("Java"), "{msg}");
+    }
+
+    #[test]
+    fn inspect_refuses_a_java_current_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        touch(&root.join("ledgers/current/VERSION"));
+        check_inspect_dir(&root.join("ledgers")).unwrap();
+        touch(&root.join("ledgers/current/0.log"));
+        assert!(check_inspect_dir(&root.join("ledgers")).is_err());
+        assert!(check_inspect_dir(&root.join("ledgers/current")).is_err());
+        check_inspect_dir(&root.join("ledgers/shard-0")).unwrap();
+    }
+}

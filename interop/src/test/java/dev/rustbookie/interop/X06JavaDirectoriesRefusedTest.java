@@ -1,0 +1,170 @@
+package dev.rustbookie.interop;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongToIntFunction;
+import java.util.stream.Stream;
+import org.apache.bookkeeper.client.BKException;
+import org.apache.bookkeeper.client.BookKeeper;
+import org.apache.bookkeeper.client.BookKeeper.DigestType;
+import org.apache.bookkeeper.client.LedgerHandle;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * X06 (issue 29): our bookie started on a stopped Java bookie's own bk_server.conf (same port,
+ * bookie id, journal and ledger directories) must refuse to start, before it registers, and
+ * leave every Java file byte-identical. Started on them it used to serve every entry as missing
+ * and take adds to ledgers that recovery had fenced.
+ *
+ * One Java bookie (E1 W1 A1), DbLedgerStorage and SortedLedgerStorage, stopped with SIGTERM and
+ * with SIGKILL in the middle of a writer's adds. Its ledgers: closed, fenced by a recovery open
+ * (the writer left open), deleted, and one open with a live writer. Then: ours exits non-zero
+ * with the refusal naming the directories, ZooKeeper's registration and cookie are as Java left
+ * them, the files are unchanged (sha256 of each), and the Java bookie restarted on them still
+ * serves every acknowledged entry and answers the fenced ledger's writer with -101 (so the
+ * refusal protected real data).
+ */
+@Tag("smoke")
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
+class X06JavaDirectoriesRefusedTest {
+    static final long SEED = 29;
+    static final LongToIntFunction SIZE = e -> Payloads.size(SEED, 1, e, 16, 4096);
+    static final int N = 200;
+
+    @ParameterizedTest(name = "javaDirectoriesRefused[{0}/{1}]")
+    @CsvSource({
+        "DbLedgerStorage, SIGTERM",
+        "DbLedgerStorage, SIGKILL",
+        "SortedLedgerStorage, SIGTERM",
+        "SortedLedgerStorage, SIGKILL"
+    })
+    void javaDirectoriesRefused(String storage, String stop) throws Exception {
+        try (Cluster c = new Cluster("x06-" + storage.toLowerCase() + "-" + stop.toLowerCase())) {
+            JavaBookie j = c.addJava();
+            if (storage.equals("SortedLedgerStorage")) {
+                j.extraConf.put("ledgerStorageClass", "org.apache.bookkeeper.bookie.SortedLedgerStorage");
+            }
+            c.startAll();
+            BookKeeper writer = c.client(false);
+            LedgerHandle closed = create(writer);
+            Ops.addSync(closed, SEED, 0, N, SIZE, null);
+            closed.close();
+            LedgerHandle zombie = create(writer);
+            Ops.addSync(zombie, SEED, 0, N, SIZE, null);
+            c.client(false).openLedger(zombie.getId(), DigestType.CRC32C, Ops.PASSWORD).close();
+            LedgerHandle deleted = create(writer);
+            Ops.addSync(deleted, SEED, 0, N, SIZE, null);
+            deleted.close();
+            writer.deleteLedger(deleted.getId());
+            LedgerHandle live = create(writer);
+            Ops.AckLog acks = new Ops.AckLog(live.getId());
+            Ops.addSync(live, SEED, 0, N, SIZE, acks);
+            if (stop.equals("SIGKILL")) {
+                // adds in flight: the kill lands in the middle of them
+                for (long e = N; e < 20 * N; e++) {
+                    byte[] p = Payloads.payload(SEED, live.getId(), e, SIZE.applyAsInt(e));
+                    live.asyncAddEntry(p, (rc, h, eid, ctx) -> {
+                        if (rc == 0) {
+                            acks.ack(eid, p);
+                        }
+                    }, null);
+                }
+                while (acks.acked.size() < 3 * N) {
+                    Thread.sleep(1);
+                }
+                j.kill();
+            } else {
+                j.stop();
+            }
+            long acked = acks.maxAcked();
+            acks.save(c);
+            Cluster.log(storage + " " + stop + ": Java bookie stopped, live ledger acked through " + acked);
+
+            Path journal = j.dir.resolve("journal");
+            Path ledgers = j.dir.resolve("ledgers");
+            Map<String, String> before = snapshot(journal, ledgers);
+            assertTrue(before.keySet().stream().anyMatch(f -> f.endsWith(".txn")), "Java journal files: " + before.keySet());
+            String cookiePath = c.root + "/cookies/" + j.id();
+            long cookieMtime = c.zk().exists(cookiePath, false).getMtime();
+            long owner = c.registrationOwner(j.id());
+
+            // ours, on the Java bookie's own configuration file
+            List<String> cmd = new ArrayList<>(List.of(Settings.bookieBin().toString(), "serve", "--conf",
+                    j.confFile().toString()));
+            cmd.addAll(Settings.bookieArgs());
+            Path log = c.runDir.resolve("logs").resolve("ours-on-" + j.name + ".log");
+            Process p = Procs.start(new ProcessBuilder(cmd).directory(j.dir.toFile()), log,
+                    c.runDir.resolve("pids").resolve("ours-on-" + j.name + ".pid"));
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS), "our bookie did not exit on the Java directories");
+            Procs.forget(p);
+            String out = Files.readString(log, StandardCharsets.UTF_8);
+            Cluster.log("ours exited with " + p.exitValue() + ":\n" + out.strip());
+            assertNotEquals(0, p.exitValue(), "exit code on a Java bookie's directories");
+            assertTrue(out.contains("refusing to start"), out);
+            assertTrue(out.contains(journal + " (journal directory)"), out);
+            assertTrue(out.contains("Java journal file"), out);
+            assertTrue(out.contains("decommission"), out);
+            if (stop.equals("SIGTERM")) {
+                // a clean stop leaves the ledger storage's own files too
+                assertTrue(out.contains(ledgers + " (ledger directory)"), out);
+                assertTrue(out.contains(storage.equals("DbLedgerStorage") ? "RocksDB" : "index file"), out);
+            }
+            assertFalse(out.contains("panicked"), out);
+
+            assertEquals(before, snapshot(journal, ledgers), "the Java files after our refused start");
+            long ownerAfter = c.registrationOwner(j.id());
+            assertTrue(ownerAfter == 0 || ownerAfter == owner, "registration left as Java left it");
+            assertEquals(cookieMtime, c.zk().exists(cookiePath, false).getMtime(), "ZooKeeper cookie untouched");
+
+            // The refusal protected real data: the Java bookie restarted on the same directories
+            // serves every acknowledged entry and still refuses the fenced ledger's writer.
+            j.launch();
+            j.awaitReady(java.time.Duration.ofSeconds(120));
+            BookKeeper reader = c.client(false);
+            LedgerHandle rc = reader.openLedgerNoRecovery(closed.getId(), DigestType.CRC32C, Ops.PASSWORD);
+            Ops.verify(rc, SEED, closed.getId(), 0, N - 1, SIZE, false);
+            LedgerHandle rl = reader.openLedgerNoRecovery(live.getId(), DigestType.CRC32C, Ops.PASSWORD);
+            Ops.verify(rl, SEED, live.getId(), 0, acked, SIZE, true);
+            BKException fenced = assertThrows(BKException.class,
+                    () -> zombie.addEntry(Payloads.payload(SEED, zombie.getId(), N, 100)));
+            assertEquals(BKException.Code.LedgerFencedException, fenced.getCode(), "zombie writer after restart");
+            c.assertHealthy();
+        }
+    }
+
+    private static LedgerHandle create(BookKeeper bk) throws Exception {
+        return bk.createLedger(1, 1, 1, DigestType.CRC32C, Ops.PASSWORD);
+    }
+
+    /** Relative path -> sha256 of every regular file below the roots. */
+    private static Map<String, String> snapshot(Path... roots) throws Exception {
+        Map<String, String> out = new TreeMap<>();
+        for (Path root : roots) {
+            try (Stream<Path> files = Files.walk(root)) {
+                for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+                    MessageDigest md = MessageDigest.getInstance("SHA-256");
+                    out.put(root.getFileName() + "/" + root.relativize(f),
+                            HexFormat.of().formatHex(md.digest(Files.readAllBytes(f))));
+                }
+            }
+        }
+        return out;
+    }
+}
