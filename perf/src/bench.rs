@@ -46,6 +46,11 @@ pub struct CommonArgs {
     /// bookie gets one on a free port.
     #[arg(long)]
     pub bookie_http: Option<String>,
+    /// The process id of a bookie given with --bookies (ours or Java's, on this machine): its
+    /// CPU, context switches and read/write syscalls per operation over the measured window
+    /// are reported. A started bookie is measured without it.
+    #[arg(long)]
+    pub bookie_pid: Option<u32>,
     /// Wire protocol.
     #[arg(long, value_enum, default_value_t = Protocol::V3)]
     pub protocol: Protocol,
@@ -70,6 +75,17 @@ pub struct CommonArgs {
     /// Open loop: most operations in flight per side (further due ones wait, and it counts).
     #[arg(long, default_value_t = 10_000)]
     pub max_outstanding: usize,
+    /// Open loop: operations due within this many microseconds of each other are sent
+    /// together (one write per connection), as a client's event loop batches what is due;
+    /// each still counts its latency from its intended send time, so this adds at most the
+    /// tick to corrected latency. 0 sends each at its exact time, spinning between
+    /// (a core's worth of CPU at 100k/s).
+    #[arg(long, default_value_t = 50)]
+    pub send_tick_us: u64,
+    /// Count the system calls of the bookie and of bkperf over the window (`perf stat -e
+    /// raw_syscalls:sys_enter`; needs perf and permission, and adds a little cost per call).
+    #[arg(long)]
+    pub syscalls: bool,
     /// Ledger password; the master key is SHA-1("ledger" + password), as Java derives it.
     #[arg(long, default_value = "")]
     pub password: String,
@@ -364,6 +380,7 @@ impl Plan {
             threads: common.threads,
             seed: common.seed,
             max_outstanding: common.max_outstanding,
+            send_tick: Duration::from_micros(common.send_tick_us),
         };
         if config.duration.is_zero() {
             return Err("--duration must be more than 0".into());
@@ -427,6 +444,22 @@ pub struct Outcome {
     pub stalls: Option<crate::stalls::Stalls>,
     /// `--cold`: how the preloaded entries were made to leave the write cache.
     pub read_mode: Option<String>,
+    /// The bookie's CPU, context switches and syscalls over the measured window (a started
+    /// bookie, or `--bookie-pid`), and bkperf's own.
+    pub bookie_usage: Option<crate::usage::Usage>,
+    pub client_usage: Option<crate::usage::Usage>,
+}
+
+impl Outcome {
+    /// Operations answered in the measured window, both sides (the denominator of the
+    /// per-operation costs).
+    pub fn window_ops(&self) -> u64 {
+        [self.result.write.as_ref(), self.result.read.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|s| s.ops_ok + s.errors)
+            .sum()
+    }
 }
 
 /// What is known about a bookie child we ran.
@@ -467,6 +500,9 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
         None => child.and_then(|c| c.http()),
     };
     let cpu_before = child.map_or(0.0, |c| c.cpu_since_ready_s());
+    let bookie_pid = plan.common.bookie_pid.or(child.map(|c| c.pid()));
+    let mut usage_before = None;
+    let count_syscalls = plan.common.syscalls;
     let mut before = None;
     let mut probe = None;
     let mut read_mode = None;
@@ -490,9 +526,34 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
         &mut || {
             before = Some(stages::snapshot(http));
             probe = Some(crate::stalls::StallProbe::start());
+            usage_before = Some((
+                bookie_pid.and_then(crate::usage::Sample::take),
+                crate::usage::Sample::take(std::process::id()),
+                bookie_pid
+                    .filter(|_| count_syscalls)
+                    .and_then(crate::usage::SyscallCount::start),
+                Some(std::process::id())
+                    .filter(|_| count_syscalls)
+                    .and_then(crate::usage::SyscallCount::start),
+            ));
         },
     )
     .map_err(|e| e.to_string())?;
+    let (bookie_usage, client_usage) = match usage_before {
+        Some((b, c, b_calls, c_calls)) => {
+            let b_end = bookie_pid.and_then(crate::usage::Sample::take);
+            let c_end = crate::usage::Sample::take(std::process::id());
+            let (b_calls, c_calls) = (
+                b_calls.and_then(|s| s.finish()),
+                c_calls.and_then(|s| s.finish()),
+            );
+            (
+                b.zip(b_end).map(|(a, z)| a.until(&z, b_calls)),
+                c.zip(c_end).map(|(a, z)| a.until(&z, c_calls)),
+            )
+        }
+        None => (None, None),
+    };
     if let Some(e) = drop_failed {
         return Err(e.into());
     }
@@ -534,6 +595,8 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
         stages_error,
         stalls,
         read_mode,
+        bookie_usage,
+        client_usage,
     })
 }
 
@@ -733,6 +796,19 @@ pub fn print(plan: &Plan, o: &Outcome) {
     } else {
         println!("bkperf: {:.1} CPU s", o.result.client_cpu_s);
     }
+    let ops = o.window_ops();
+    if let Some(u) = &o.bookie_usage {
+        println!(
+            "bookie cost over the measured window ({ops} ops): {}",
+            u.per_op_text(ops)
+        );
+    }
+    if let Some(u) = &o.client_usage {
+        println!(
+            "bkperf cost over the measured window ({ops} ops): {}",
+            u.per_op_text(ops)
+        );
+    }
     for (name, side, _) in sides(plan, &o.result) {
         if !side.error_kinds.is_empty() {
             let kinds: Vec<String> = side
@@ -792,6 +868,7 @@ pub fn report(plan: &Plan, o: &Outcome) -> Value {
                 workload["target_rate_ops"] = json!(rate);
                 workload["arrival"] = json!(format!("{arrival:?}").to_lowercase());
                 workload["max_outstanding"] = json!(c.max_outstanding);
+                workload["send_tick_us"] = json!(c.send_tick.as_micros() as u64);
             }
             Mode::Closed { outstanding } => workload["max_outstanding"] = json!(outstanding),
         }
@@ -867,6 +944,8 @@ pub fn report(plan: &Plan, o: &Outcome) -> Value {
             "client_cpu_s": (o.result.client_cpu_s * 100.0).round() / 100.0,
             "bookie_cpu_s": o.bookie.as_ref().map(|b| (b.cpu_s * 100.0).round() / 100.0),
             "bookie_max_rss_mib": o.bookie.as_ref().map(|b| b.max_rss_mib.round()),
+            "bookie_per_op": o.bookie_usage.as_ref().map(|u| u.per_op_json(o.window_ops())),
+            "client_per_op": o.client_usage.as_ref().map(|u| u.per_op_json(o.window_ops())),
         }),
     );
     if let Some(stages) = &o.stages {

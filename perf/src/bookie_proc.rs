@@ -181,6 +181,11 @@ impl BookieChild {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
+    /// The bookie's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// CPU seconds (user + system) the bookie used so far.
     pub fn cpu_s(&self) -> f64 {
         proc_cpu_s(self.child.id()).unwrap_or(0.0)
@@ -206,15 +211,7 @@ impl BookieChild {
 
 /// utime + stime of a process from /proc/PID/stat.
 fn proc_cpu_s(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = f.get(11)?.parse().ok()?;
-    let stime: f64 = f.get(12)?.parse().ok()?;
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    Some((utime + stime) / hz)
+    crate::usage::cpu_s(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 impl Drop for BookieChild {

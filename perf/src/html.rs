@@ -374,6 +374,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:first-child{{
 {warnings}
 <table><tr><th>side</th><th>latency</th><th>ok/s</th><th>errors</th><th>timeouts</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>p99.99</th><th>max</th></tr>
 {rows}</table>
+{cost}
 {stages}
 {stalls}
 {spectrum_svg}{time_svg}{ops_svg}
@@ -391,12 +392,35 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:first-child{{
         secs = o.result.measured.as_secs_f64(),
         warm = plan.config.warmup.as_secs_f64(),
         warnings = warnings.join("\n"),
+        cost = cost_html(&report["resources"]),
         stages = stages_html(&report["stages"]),
         stalls = stalls_html(&report["machine_stalls"]),
         workload = facts(&report["workload"]),
         target = facts(&report["target"]),
         client = facts(&report["client"]),
         machine = facts(&report["machine"]),
+    )
+}
+
+/// CPU per operation, bookie and bkperf, beside the latency table.
+fn cost_html(resources: &Value) -> String {
+    let row = |who: &str, u: &Value| {
+        if u.is_null() {
+            return String::new();
+        }
+        format!(
+            "<tr><td>{who}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            u["cpu_us_per_op"], u["cores"], u["context_switches_per_op"], u["syscalls_per_op"]
+        )
+    };
+    let rows =
+        row("bookie", &resources["bookie_per_op"]) + &row("bkperf", &resources["client_per_op"]);
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<h3>Cost per operation (measured window)</h3>\n<table><tr><th>process</th><th>CPU µs/op</th>\
+         <th>cores</th><th>context switches/op</th><th>syscalls/op</th></tr>\n{rows}</table>"
     )
 }
 

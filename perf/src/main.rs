@@ -34,6 +34,7 @@ mod report;
 mod sink;
 mod stages;
 mod stalls;
+mod usage;
 
 use clap::{Parser, Subcommand};
 use std::error::Error;

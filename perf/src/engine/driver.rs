@@ -571,8 +571,15 @@ impl Engine {
                 wake = wake.min(d);
             }
             let timeout = wake.saturating_sub(now);
-            // Sub-20 µs waits are not worth a sleep: check the sockets and go round.
-            self.wait_and_receive(if timeout < 20_000 { 0 } else { timeout });
+            let tick = self.config.send_tick.as_nanos() as u64;
+            self.wait_and_receive(if tick == 0 && timeout < 20_000 {
+                // Sub-20 µs waits are not worth a sleep: check the sockets and go round.
+                0
+            } else {
+                // Sleep at least a tick: what falls due meanwhile is sent together, late by
+                // at most the tick, and the corrected latency counts that.
+                timeout.max(tick)
+            });
         }
         // Ops that were due in the window but never sent.
         let end = self.end_ns;

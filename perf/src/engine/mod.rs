@@ -149,6 +149,9 @@ pub struct EngineConfig {
     pub seed: u64,
     /// Most operations per side in flight in open loop.
     pub max_outstanding: usize,
+    /// Open loop: the shortest sleep between two rounds of sends (ops due meanwhile go out
+    /// together); zero spins to send each at its time.
+    pub send_tick: Duration,
 }
 
 /// What one side measured.

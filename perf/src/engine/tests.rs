@@ -32,6 +32,7 @@ fn config(bookies: Vec<SocketAddr>) -> EngineConfig {
         threads: 1,
         seed: 1,
         max_outstanding: 1000,
+        send_tick: std::time::Duration::from_micros(50),
     }
 }
 

@@ -1,0 +1,218 @@
+//! What a process spent over the measured window: CPU (user + system, every thread, io_uring
+//! workers included) and context switches from /proc, and system calls from `perf stat -e
+//! raw_syscalls:sys_enter -p PID` when `perf` is installed and allowed. Divided by the
+//! operations of the window it gives the cost per operation that goes beside latency, for our
+//! bookie, a Java bookie (`--bookie-pid`) and bkperf itself alike.
+//!
+//! Limits: context switches are summed over the threads alive at the window's end (a thread
+//! that exited inside the window, such as an idle io_uring worker, takes its count with it).
+//! /proc/PID/io's `syscr`/`syscw` are not used: they miss send/recv, so they would count a
+//! tokio bookie's socket calls and not bkperf's.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// One reading of a process.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    at: Instant,
+    cpu_s: f64,
+    /// tid -> voluntary + involuntary context switches.
+    switches: HashMap<u32, u64>,
+}
+
+/// What a process spent between two samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Usage {
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub context_switches: u64,
+    /// `None` without a working `perf stat` (see [`SyscallCount`]).
+    pub syscalls: Option<u64>,
+}
+
+impl Sample {
+    /// Reads `pid` now; `None` when the process is gone or /proc unreadable.
+    pub fn take(pid: u32) -> Option<Sample> {
+        let at = Instant::now();
+        let cpu_s = cpu_s(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+        let mut switches = HashMap::new();
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .ok()?
+            .flatten()
+        {
+            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+                continue;
+            };
+            if let Ok(status) = std::fs::read_to_string(task.path().join("status")) {
+                switches.insert(tid, context_switches(&status));
+            }
+        }
+        Some(Sample {
+            at,
+            cpu_s,
+            switches,
+        })
+    }
+
+    /// From `self` to `later`, with the system calls a [`SyscallCount`] counted meanwhile.
+    pub fn until(&self, later: &Sample, syscalls: Option<u64>) -> Usage {
+        let context_switches = later
+            .switches
+            .iter()
+            .map(|(tid, n)| n.saturating_sub(self.switches.get(tid).copied().unwrap_or(0)))
+            .sum();
+        Usage {
+            wall_s: later.at.duration_since(self.at).as_secs_f64(),
+            cpu_s: (later.cpu_s - self.cpu_s).max(0.0),
+            context_switches,
+            syscalls,
+        }
+    }
+}
+
+impl Usage {
+    /// Per-operation figures for `ops` operations, as JSON.
+    pub fn per_op_json(&self, ops: u64) -> serde_json::Value {
+        let n = ops.max(1) as f64;
+        let round = |v: f64, k: f64| (v * k).round() / k;
+        serde_json::json!({
+            "cpu_us_per_op": round(self.cpu_s * 1e6 / n, 100.0),
+            "cores": round(self.cpu_s / self.wall_s.max(1e-9), 1000.0),
+            "context_switches_per_op": round(self.context_switches as f64 / n, 1000.0),
+            "syscalls_per_op": self.syscalls.map(|s| round(s as f64 / n, 1000.0)),
+            "cpu_s": round(self.cpu_s, 1000.0),
+            "wall_s": round(self.wall_s, 1000.0),
+            "ops": ops,
+        })
+    }
+
+    /// "9.6 µs CPU/op (0.93 cores), 0.300 context switches/op, 1.250 syscalls/op".
+    pub fn per_op_text(&self, ops: u64) -> String {
+        let n = ops.max(1) as f64;
+        let mut s = format!(
+            "{:.2} µs CPU/op ({:.2} cores), {:.3} context switches/op",
+            self.cpu_s * 1e6 / n,
+            self.cpu_s / self.wall_s.max(1e-9),
+            self.context_switches as f64 / n
+        );
+        if let Some(calls) = self.syscalls {
+            s.push_str(&format!(", {:.3} syscalls/op", calls as f64 / n));
+        }
+        s
+    }
+}
+
+/// utime + stime of /proc/PID/stat, in seconds.
+pub(crate) fn cpu_s(stat: &str) -> Option<f64> {
+    // The command name may contain spaces: the fields start after the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    Some((utime + stime) / hz)
+}
+
+fn field(text: &str, key: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn context_switches(status: &str) -> u64 {
+    field(status, "voluntary_ctxt_switches:") + field(status, "nonvoluntary_ctxt_switches:")
+}
+
+/// System calls of a process (all its threads) counted by `perf stat` from [`start`] to
+/// [`finish`]; `None` where perf is missing or not allowed (perf_event_paranoid, containers).
+///
+/// [`start`]: SyscallCount::start
+/// [`finish`]: SyscallCount::finish
+pub struct SyscallCount {
+    child: std::process::Child,
+    out: std::path::PathBuf,
+}
+
+impl SyscallCount {
+    pub fn start(pid: u32) -> Option<SyscallCount> {
+        let out =
+            std::env::temp_dir().join(format!("bkperf-syscalls-{}-{pid}.csv", std::process::id()));
+        let child = std::process::Command::new("perf")
+            .args(["stat", "-e", "raw_syscalls:sys_enter", "-x", ",", "-o"])
+            .arg(&out)
+            .args(["-p", &pid.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| log::debug!("no syscall count (perf stat): {e}"))
+            .ok()?;
+        Some(SyscallCount { child, out })
+    }
+
+    pub fn finish(mut self) -> Option<u64> {
+        // SAFETY: plain kill(2) of our own child; SIGINT makes perf stat print its counts.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
+        }
+        let _ = self.child.wait();
+        let text = std::fs::read_to_string(&self.out).ok();
+        let _ = std::fs::remove_file(&self.out);
+        let n = text.as_deref().and_then(perf_stat_count);
+        if n.is_none() {
+            log::debug!("perf stat counted no syscalls: {text:?}");
+        }
+        n
+    }
+}
+
+/// The count of perf stat's CSV output (`59675,,raw_syscalls:sys_enter,...`).
+fn perf_stat_count(csv: &str) -> Option<u64> {
+    csv.lines()
+        .find(|l| l.contains("raw_syscalls:sys_enter"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_text() {
+        let stat = "42 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 250 150 0 0";
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        assert_eq!(cpu_s(stat), Some(400.0 / hz));
+        let status = "Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(context_switches(status), 15);
+        assert_eq!(
+            perf_stat_count("# started\n\n59675,,raw_syscalls:sys_enter,479399379,100.00,,\n"),
+            Some(59675)
+        );
+        assert_eq!(
+            perf_stat_count("<not counted>,,raw_syscalls:sys_enter,0,100.00,,"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_busy_window_of_this_process_is_counted() {
+        let me = std::process::id();
+        let a = Sample::take(me).expect("/proc/self");
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed().as_millis() < 30 {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        std::hint::black_box(x);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let u = a.until(&Sample::take(me).unwrap(), None);
+        assert!(u.cpu_s > 0.0, "{u:?}");
+        assert!(u.wall_s >= 0.035, "{u:?}");
+        assert!(u.context_switches >= 1, "the sleep switches: {u:?}");
+        let j = u.per_op_json(1000);
+        assert!(j["cpu_us_per_op"].as_f64().unwrap() > 0.0, "{j}");
+    }
+}
