@@ -190,6 +190,11 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
     let mut lwm_set = false;
     let mut prealloc_bytes = None;
     let mut read_threads = None;
+    // Java's getJournalDirNames: a non-empty journalDirectories wins over journalDirectory,
+    // whichever comes later (in the file or from BK_ variables).
+    let has_journal_dirs = props
+        .iter()
+        .any(|p| p.key == "journalDirectories" && !p.value.trim().is_empty());
     for p in props {
         let v = Value(p);
         let c = &mut *config;
@@ -250,7 +255,9 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                 c.ledger_store.entry_log_size_bytes = v.parse_range(64 << 10, (2u64 << 30) - 1)?
             }
             "allowStorageExpansion" => c.cluster.allow_storage_expansion = v.boolean()?,
-            "journalDirectories" | "journalDirectory" => c.journal_dirs = v.dirs()?,
+            "journalDirectories" => c.journal_dirs = v.dirs()?,
+            "journalDirectory" if !has_journal_dirs => c.journal_dirs = v.dirs()?,
+            "journalDirectory" => {}
             "ledgerDirectories" => c.ledger_dirs = v.dirs()?,
             "indexDirectories" => c.index_dirs = Some(v.dirs()?),
             "journalMaxGroupWaitMSec" => {
@@ -780,6 +787,23 @@ mod tests {
             "configuration: ignoring 2 keys this bookie does not use: \
              journalAlignmentSize, ledgerStorageClass"
         );
+    }
+
+    #[test]
+    fn journal_directories_wins_over_journal_directory_in_any_order() {
+        for text in [
+            "journalDirectories=/a,/b\njournalDirectory=/old\n",
+            "journalDirectory=/old\njournalDirectories=/a,/b\n",
+        ] {
+            let (c, _) = conf(text).unwrap();
+            assert_eq!(
+                c.journal_dirs,
+                vec![PathBuf::from("/a"), PathBuf::from("/b")],
+                "{text}"
+            );
+        }
+        let (c, _) = conf("journalDirectory=/only\n").unwrap();
+        assert_eq!(c.journal_dirs, vec![PathBuf::from("/only")]);
     }
 
     #[test]

@@ -13,7 +13,10 @@
 //! What this bookie owns in a configured directory: `current/VERSION` (the cookie, and the
 //! `VERSION.tmp` of an interrupted stamp), `LOCK`, `shard-<n>/` (its journals and ledger
 //! storage, whose own formats carry checksums and versions), `lost+found/` (an ext4 mount point)
-//! and other configured directories nested inside it. Anything else is foreign.
+//! and other configured directories nested inside it (compared by their canonical paths, so
+//! symlinks and `./` spellings agree). Anything else is foreign. A Java `current/` that holds
+//! only its cookie (a formatted bookie that never stored an entry) has nothing to lose and
+//! passes.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -47,15 +50,19 @@ pub fn check(config: &BookieConfig) -> Result<(), String> {
 /// The directories that hold foreign state (empty: all clear).
 pub fn audit(config: &BookieConfig) -> Result<Vec<Foreign>, String> {
     let dirs = crate::ledger_dirs::checked(config);
-    let configured: Vec<&Path> = dirs.iter().map(|(d, _)| *d).collect();
+    let configured: Vec<PathBuf> = dirs.iter().map(|(d, _)| canonical(d)).collect();
     let mut out: Vec<Foreign> = Vec::new();
+    let mut scanned: Vec<PathBuf> = Vec::new();
     for (dir, kind) in &dirs {
-        // A directory listed twice (a ledger directory that is also the index directory) is
-        // read once.
-        if out.iter().any(|f| f.dir == *dir) {
+        // A directory listed twice (a ledger directory that is also the index or the journal
+        // directory) is read once.
+        let me = canonical(dir);
+        if scanned.contains(&me) {
             continue;
         }
-        let found = scan(dir, &configured)?;
+        let found = scan(dir, &me, &configured)
+            .map_err(|e| format!("directory audit of {}: {e}", dir.display()))?;
+        scanned.push(me);
         if !found.is_empty() {
             out.push(Foreign {
                 dir: dir.to_path_buf(),
@@ -112,9 +119,20 @@ fn kind_name(kind: DirKind) -> &'static str {
     }
 }
 
-/// What `dir` holds that this bookie does not own (empty when it owns everything or the
-/// directory does not exist yet).
-fn scan(dir: &Path, configured: &[&Path]) -> Result<Vec<String>, String> {
+/// `path` with symlinks and `.`/`..` resolved, or as given when it does not exist (yet).
+fn canonical(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Whether `path` is a directory, following a symlink (a symlinked `shard-0` or
+/// `current/ledgers` is what it points to).
+fn is_dir(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// What `dir` (canonically `me`) holds that this bookie does not own (empty when it owns
+/// everything or the directory does not exist yet).
+fn scan(dir: &Path, me: &Path, configured: &[PathBuf]) -> Result<Vec<String>, String> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -122,11 +140,15 @@ fn scan(dir: &Path, configured: &[&Path]) -> Result<Vec<String>, String> {
     };
     let mut found = Vec::new();
     let mut unknown = Vec::new();
-    for entry in entries {
+    for (seen, entry) in entries.enumerate() {
+        if seen >= SCAN_LIMIT {
+            unknown.push(format!("(stopped reading after {SCAN_LIMIT} names)"));
+            break;
+        }
         let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let path = entry.path();
-        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        let is_dir = is_dir(&path);
         let ours = match name.as_str() {
             "LOCK" => !is_dir,
             "lost+found" => is_dir,
@@ -135,8 +157,10 @@ fn scan(dir: &Path, configured: &[&Path]) -> Result<Vec<String>, String> {
                 true
             }
             _ => {
-                (is_dir && is_shard_dir(&name))
-                    || configured.iter().any(|c| c.starts_with(&path) && *c != dir)
+                (is_dir && is_shard_dir(&name)) || {
+                    let path = canonical(&path);
+                    configured.iter().any(|c| c.starts_with(&path) && c != me)
+                }
             }
         };
         if !ours {
@@ -161,6 +185,7 @@ fn scan_current(current: &Path) -> Result<Vec<String>, String> {
     let mut logs = 0usize;
     let mut idx = 0usize;
     let mut seen = 0usize;
+    let mut marks = 0usize;
     let mut found = Vec::new();
     let mut other = Vec::new();
     for entry in
@@ -168,10 +193,11 @@ fn scan_current(current: &Path) -> Result<Vec<String>, String> {
     {
         let entry = entry.map_err(|e| format!("cannot list {}: {e}", current.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        let is_dir = is_dir(&entry.path());
         match (name.as_str(), is_dir) {
             ("VERSION" | "VERSION.tmp", false) => {}
-            ("lastMark", false) => found.push("Java's journal mark (current/lastMark)".to_string()),
+            // `lastMark.<n>` with several journal directories
+            (n, false) if n.starts_with("lastMark") => marks += 1,
             ("ledgers", true) => found.push(
                 "Java DbLedgerStorage's RocksDB ledger metadata: fenced flags, master keys \
                  (current/ledgers/)"
@@ -197,6 +223,9 @@ fn scan_current(current: &Path) -> Result<Vec<String>, String> {
             other.push(format!("(stopped reading after {SCAN_LIMIT} names)"));
             break;
         }
+    }
+    if marks > 0 {
+        found.push(format!("{marks} Java journal mark(s) (current/lastMark*)"));
     }
     if txn > 0 {
         found.push(format!("{txn} Java journal file(s) (current/*.txn)"));
@@ -259,16 +288,21 @@ fn short_list(names: &[String]) -> String {
 
 /// For `bookie inspect DIR`: refuses a directory that is (or holds) a Java bookie's `current/`,
 /// since opening it as our ledger storage or journal could write a MANIFEST into it.
+///
+/// Refused: `dir/current` or any `current` on the way from `/` to `dir` (canonically: `.`
+/// inside Java's `current/`, or its `ledgers/` folder) that holds Java state.
 pub fn check_inspect_dir(dir: &Path) -> Result<(), String> {
-    let current = if dir.file_name().is_some_and(|n| n == "current") {
-        dir.to_path_buf()
-    } else {
-        dir.join("current")
-    };
-    if !current.is_dir() {
-        return Ok(());
+    let me = canonical(dir);
+    let mut candidates = vec![me.join("current")];
+    candidates.extend(
+        me.ancestors()
+            .filter(|a| a.file_name().is_some_and(|n| n == "current"))
+            .map(Path::to_path_buf),
+    );
+    let mut found = Vec::new();
+    for current in candidates.iter().filter(|c| is_dir(c)) {
+        found.extend(scan_current(current)?);
     }
-    let found = scan_current(&current)?;
     if found.is_empty() {
         return Ok(());
     }
@@ -404,5 +438,76 @@ mod tests {
         assert!(check_inspect_dir(&root.join("ledgers")).is_err());
         assert!(check_inspect_dir(&root.join("ledgers/current")).is_err());
         check_inspect_dir(&root.join("ledgers/shard-0")).unwrap();
+    }
+
+    #[test]
+    fn shared_index_and_journal_directories_and_symlinks_pass() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        // journal == ledger == index directory; a symlinked shard directory; the journal
+        // named through a symlink to its parent.
+        let c = BookieConfig {
+            journal_dirs: vec![root.join("link/disk")],
+            ledger_dirs: vec![root.join("disk")],
+            index_dirs: Some(vec![root.join("disk")]),
+            ..BookieConfig::default()
+        };
+        touch(&root.join("disk/current/VERSION"));
+        touch(&root.join("disk/shard-0/MANIFEST"));
+        touch(&root.join("elsewhere/0000000000000001.jrnl"));
+        std::os::unix::fs::symlink(root.join("elsewhere"), root.join("disk/shard-1")).unwrap();
+        std::os::unix::fs::symlink(root, root.join("link")).unwrap();
+        assert_eq!(audit(&c).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn a_nested_directory_hides_no_stray_sibling() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let c = BookieConfig {
+            journal_dirs: vec![root.join("disk/journal")],
+            ledger_dirs: vec![root.join("disk")],
+            index_dirs: Some(vec![root.join("index")]),
+            ..BookieConfig::default()
+        };
+        fs::create_dir_all(root.join("disk/journal")).unwrap();
+        touch(&root.join("disk/journal-old/x"));
+        touch(&root.join("index/current/lastMark.1"));
+        touch(&root.join("index/current/ledgers/CURRENT"));
+        let f = audit(&c).unwrap();
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].kind, DirKind::Ledger);
+        assert_eq!(
+            f[0].found,
+            vec!["unknown entries: journal-old/".to_string()]
+        );
+        assert_eq!(f[1].kind, DirKind::Index);
+        let text = f[1].found.join("; ");
+        assert!(text.contains("1 Java journal mark(s)"), "{text}");
+        assert!(text.contains("current/ledgers/"), "{text}");
+    }
+
+    #[test]
+    fn many_unknown_entries_are_named_in_short() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        fs::create_dir_all(root.join("ledgers")).unwrap();
+        for k in 0..20 {
+            touch(&root.join(format!("ledgers/stray-{k:02}")));
+        }
+        let msg = check(&config(root)).unwrap_err();
+        assert!(msg.contains("stray-00, stray-01"), "{msg}");
+        assert!(msg.contains("and 14 more"), "{msg}");
+    }
+
+    #[test]
+    fn inspect_refuses_paths_inside_a_java_current_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        touch(&root.join("ledgers/current/0.log"));
+        fs::create_dir_all(root.join("ledgers/current/ledgers")).unwrap();
+        let inside = root.join("ledgers/current/ledgers");
+        assert!(check_inspect_dir(&inside).is_err());
+        assert!(check_inspect_dir(&root.join("ledgers/current/ledgers/../ledgers")).is_err());
     }
 }

@@ -3,6 +3,7 @@
 //! and what was written reads back after a restart from wherever it went.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bytes::Bytes;
 mod common;
@@ -204,7 +205,7 @@ fn a_java_bookies_directories_are_refused_and_left_untouched() {
     .unwrap();
     let builder = BookieBuilder::serve_conf(&conf, port).args(["--no-pin"]);
     for extra in [&[][..], &["--print-config"][..]] {
-        let out = builder.command().args(extra).output().unwrap();
+        let out = output_within(builder.command().args(extra), Duration::from_secs(30));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
         assert!(err.contains("refusing to start"), "{err}");
@@ -221,13 +222,37 @@ fn a_java_bookies_directories_are_refused_and_left_untouched() {
             assert!(printed.contains(&format!("bookiePort={port}")), "{printed}");
         }
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bookie"))
-        .args(["inspect", "entrylog"])
-        .arg(ledgers.join("current"))
-        .output()
-        .unwrap();
+    let out = output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_bookie"))
+            .args(["inspect", "entrylog"])
+            .arg(ledgers.join("current")),
+        Duration::from_secs(30),
+    );
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("holds a Java bookie's files"), "{err}");
     assert_eq!(listing(), before, "the Java files after the refusals");
+}
+
+/// Runs `cmd` to its end, or kills it and fails the test after `limit` (a bookie that accepted
+/// the directories would serve forever instead of exiting).
+fn output_within(cmd: &mut std::process::Command, limit: Duration) -> std::process::Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the bookie binary");
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect output");
+            panic!(
+                "still running after {limit:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect output")
 }
