@@ -223,9 +223,13 @@ pub enum Stage {
     JournalFsync,
     /// An add: from its reply being ready (durable) to its bytes written to the socket.
     Reply,
+    /// The write cache at its limit: every connection of the shard stops reading until a
+    /// flush frees it. One observation per episode, its length (the adds it held wait before
+    /// `decode`, where no per-add stage sees them).
+    WriteCacheFull,
 }
 
-const STAGES: usize = 10;
+const STAGES: usize = 11;
 const STAGE_NAMES: [&str; STAGES] = [
     "cross_shard_queue",
     "journal_blocked",
@@ -237,6 +241,7 @@ const STAGE_NAMES: [&str; STAGES] = [
     "journal_write",
     "journal_fsync",
     "reply",
+    "write_cache_full",
 ];
 
 /// One shard's metrics.

@@ -200,6 +200,8 @@ pub struct Shard {
     journal_timer: Rc<tokio::sync::Notify>,
     /// The deadline (µs, the shard's clock) the journal driver's timer is set for.
     journal_timer_at_us: u64,
+    /// Since when (`metrics::now_us`) the write cache has been full; 0: it is not.
+    cache_full_since_us: u64,
     watchers: HashMap<i64, Vec<Watcher>>,
     next_watch: u64,
     conns: HashMap<u64, Weak<Conn>>,
@@ -332,6 +334,7 @@ impl Shard {
             unblocked: Rc::new(tokio::sync::Notify::new()),
             journal_timer: Rc::new(tokio::sync::Notify::new()),
             journal_timer_at_us: u64::MAX,
+            cache_full_since_us: 0,
             watchers: HashMap::new(),
             next_watch: 0,
             conns: HashMap::new(),
@@ -1124,6 +1127,7 @@ impl Shard {
             self.answer(p.to, p.reply);
         }
         self.maybe_flush();
+        self.note_cache_full();
         self.publish_gauges();
         if self.read_only && self.journal.stopped().is_some() {
             // Nothing pending will ever be durable: fail it rather than hang the clients.
@@ -1147,6 +1151,19 @@ impl Shard {
                 };
                 self.respond(p.to, reply);
             }
+        }
+    }
+
+    /// Records each episode of a full write cache (`Stage::WriteCacheFull`): its adds wait
+    /// in the sockets, before any per-add stage.
+    fn note_cache_full(&mut self) {
+        match (self.table.is_full(), self.cache_full_since_us) {
+            (true, 0) => self.cache_full_since_us = now_us().max(1),
+            (false, since) if since != 0 => {
+                self.m().stage(Stage::WriteCacheFull, since);
+                self.cache_full_since_us = 0;
+            }
+            _ => {}
         }
     }
 
