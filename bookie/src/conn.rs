@@ -61,6 +61,11 @@ pub trait RequestSink {
     fn is_blocked(&self) -> bool;
     /// Woken when [`RequestSink::is_blocked`] may have turned false.
     fn unblocked(&self) -> Rc<Notify>;
+    /// A pause before the connection reads more: the shard slows its intake before it has to
+    /// stop it (`None`: read at once).
+    fn admission_delay(&self) -> Option<Duration> {
+        None
+    }
     /// The connection is gone.
     fn forget_connection(&mut self, id: u64);
     /// Replies stamped with these ready times (`metrics::now_us`) reached the socket.
@@ -509,6 +514,10 @@ pub async fn serve<S: RequestSink + 'static>(
             tokio::pin!(woken);
             // A timer guards against a missed wake-up; the check is cheap.
             let _ = tokio::time::timeout(Duration::from_millis(5), woken).await;
+        }
+        let delay = shard.borrow().admission_delay();
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
         }
         // Decode what is buffered first; read the socket only once it is used up.
         let mut stopped_early = false;

@@ -359,6 +359,11 @@ impl LedgerTable {
         (self.cached_bytes + self.frozen_bytes) * 2 >= self.cache_limit_bytes
     }
 
+    /// The share of the write cache in use (with what is being flushed), 0.0 to 1.0 and more.
+    pub fn fill(&self) -> f64 {
+        (self.cached_bytes + self.frozen_bytes) as f64 / self.cache_limit_bytes.max(1) as f64
+    }
+
     /// The write cache (with what is being flushed) is at its limit: stop taking adds.
     pub fn is_full(&self) -> bool {
         self.cached_bytes + self.frozen_bytes >= self.cache_limit_bytes
