@@ -62,6 +62,10 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     let shards = config.shard_count();
     crate::ledger_dirs::check(&config, shards)?;
     let mut config = config;
+    // Fixed here, on the main thread: `shard_count` derives the default from the cores this
+    // thread may run on, and a pinned shard thread may run on one (each shard then took every
+    // ledger directory's placement and the whole read-ahead cache as if it were alone).
+    config.shards = shards;
     // Each journal directory's room, for the shards that journal there.
     for (k, dir) in config.journal_dirs.clone().iter().enumerate() {
         let usage = crate::readonly::disk_usage(dir)

@@ -154,6 +154,60 @@ fn journals_and_entry_logs_spread_over_every_directory() {
     );
 }
 
+/// The default shard count on pinned shard threads: each shard's ledger storage makes its home
+/// in the directory it owns (shard n: ledger directory n mod 2), as with `--shards` given.
+/// Before the count was fixed on the main thread, a pinned shard counted the one core it may
+/// run on, and every shard but shard 0 found no directory of its own.
+#[test]
+fn default_shards_on_pinned_threads_own_their_directories() {
+    let dir = common::tempdir("bookie-pinned-");
+    // One journal directory: with two, the count is at least two whatever the cores say.
+    let journals: Vec<PathBuf> = vec![dir.path().join("j0")];
+    let ledgers: Vec<PathBuf> = (0..2).map(|k| dir.path().join(format!("l{k}"))).collect();
+    let list = |v: &[PathBuf]| {
+        v.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let port = free_port();
+    let conf = dir.path().join("bk_server.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "bookiePort={port}\nlisteningInterface=lo\njournalDirectories={}\n\
+             ledgerDirectories={}\nhttpServerEnabled=false\n",
+            list(&journals),
+            list(&ledgers)
+        ),
+    )
+    .unwrap();
+    // No --no-pin, no --shards: pinned shards, as many as the cores.
+    let mut b = BookieBuilder::serve_conf(&conf, port).start();
+    let mut c = b.client();
+    for ledger in 1..=8i64 {
+        assert_eq!(status_of(&mut c, add(ledger, 0)), StatusCode::EOK);
+    }
+    b.stop();
+    let shards: Vec<usize> = journals
+        .iter()
+        .flat_map(|j| std::fs::read_dir(j).unwrap().flatten())
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("shard-")?.parse().ok())
+        .collect();
+    assert!(!shards.is_empty(), "no shard directories");
+    for n in shards {
+        let home = ledgers[n % 2].join(format!("shard-{n}")).join("MANIFEST");
+        let other = ledgers[(n + 1) % 2]
+            .join(format!("shard-{n}"))
+            .join("MANIFEST");
+        assert!(
+            home.exists() && !other.exists(),
+            "shard {n}: MANIFEST not (only) in {}",
+            home.display()
+        );
+    }
+}
+
 /// A Java bookie's directories (issue 29): `serve` and `--print-config` refuse them, exit 1,
 /// name what they found, and change nothing; `inspect` refuses Java's `current/`. The layout is
 /// written by hand here; interop's X06 makes it with a real Java bookie.
