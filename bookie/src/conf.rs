@@ -255,9 +255,12 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                 c.ledger_store.entry_log_size_bytes = v.parse_range(64 << 10, (2u64 << 30) - 1)?
             }
             "allowStorageExpansion" => c.cluster.allow_storage_expansion = v.boolean()?,
+            // Empty: Java falls back to journalDirectory (or its default).
+            "journalDirectories" if !has_journal_dirs => {}
             "journalDirectories" => c.journal_dirs = v.dirs()?,
             "journalDirectory" if !has_journal_dirs => c.journal_dirs = v.dirs()?,
-            "journalDirectory" => {}
+            // Overridden by journalDirectories: unused, as in Java, and reported so.
+            "journalDirectory" => applied.ignored.push(p.key.clone()),
             "ledgerDirectories" => c.ledger_dirs = v.dirs()?,
             "indexDirectories" => c.index_dirs = Some(v.dirs()?),
             "journalMaxGroupWaitMSec" => {
@@ -802,8 +805,11 @@ mod tests {
                 "{text}"
             );
         }
-        let (c, _) = conf("journalDirectory=/only\n").unwrap();
+        let (c, a) = conf("journalDirectory=/only\njournalDirectories=\n").unwrap();
         assert_eq!(c.journal_dirs, vec![PathBuf::from("/only")]);
+        assert!(a.ignored.is_empty(), "{:?}", a.ignored);
+        let (_, a) = conf("journalDirectory=/old\njournalDirectories=/a\n").unwrap();
+        assert_eq!(a.ignored, vec!["journalDirectory".to_string()]);
     }
 
     #[test]

@@ -501,6 +501,12 @@ pub async fn serve<S: RequestSink + 'static>(
         if conn.is_closed() {
             break;
         }
+        // A write cache filling up: pause before the blocked check below, so that what was
+        // flushed or filled meanwhile is seen before the next batch is dispatched.
+        let delay = shard.borrow().admission_delay();
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
         // The shard is out of journal buffers or write cache: same, until it can take more.
         loop {
             let (blocked, notify) = {
@@ -514,10 +520,6 @@ pub async fn serve<S: RequestSink + 'static>(
             tokio::pin!(woken);
             // A timer guards against a missed wake-up; the check is cheap.
             let _ = tokio::time::timeout(Duration::from_millis(5), woken).await;
-        }
-        let delay = shard.borrow().admission_delay();
-        if let Some(delay) = delay {
-            tokio::time::sleep(delay).await;
         }
         // Decode what is buffered first; read the socket only once it is used up.
         let mut stopped_early = false;

@@ -7,6 +7,7 @@
 //! the message types here, apart from their senders and receivers, is what lets `shard`,
 //! `ledger_storage`, `compaction`, `gc` and `http` depend on this module instead of on each other.
 
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use entrylog::{FlushStats, ReadView};
@@ -64,6 +65,10 @@ pub struct ShardHandle {
     /// Reply bytes the shard holds for its connections, not yet written (shared by the
     /// shard's connections; a reader thread looks at each connection's own room instead).
     pub reply_budget: Arc<ReplyBudget>,
+    /// How full its write cache is, in thousandths (0 while it is read-only): every shard
+    /// paces its connections on the fullest (`Shard::admission_delay`), since their adds
+    /// may be for any shard's ledgers.
+    pub cache_fill_permille: Arc<AtomicU32>,
 }
 
 /// The receiving ends, owned by the shard's thread.

@@ -106,6 +106,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             connections: cn_tx,
             admin: ad_tx,
             landed: ld_tx,
+            cache_fill_permille: Arc::new(std::sync::atomic::AtomicU32::new(0)),
             reply_budget: Arc::new(
                 ReplyBudget::new(
                     config.reply_bytes_per_connection,

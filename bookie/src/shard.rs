@@ -1157,6 +1157,15 @@ impl Shard {
     /// Records each episode of a full write cache (`Stage::WriteCacheFull`): its adds wait
     /// in the sockets, before any per-add stage.
     fn note_cache_full(&mut self) {
+        // A read-only shard flushes nothing more: it must not pace anyone's reads.
+        let permille = if self.read_only {
+            0
+        } else {
+            (self.table.fill() * 1000.0).min(u32::MAX as f64) as u32
+        };
+        self.peers[self.id]
+            .cache_fill_permille
+            .store(permille, Ordering::Relaxed);
         match (self.table.is_full(), self.cache_full_since_us) {
             (true, 0) => self.cache_full_since_us = now_us().max(1),
             (false, since) if since != 0 => {
@@ -1232,12 +1241,19 @@ impl Shard {
         !self.blocked.is_empty() || self.table.is_full()
     }
 
-    /// Past three quarters of the write cache, each connection pauses 1 ms before its next
-    /// read: the intake slows while the flush (a thread at a lower priority, which a busy
+    /// Past three quarters of any shard's write cache, each connection pauses 1 ms before its
+    /// next read: the intake slows while the flush (a thread at a lower priority, which a busy
     /// shard starves of CPU) catches up, instead of running into a full cache that stops every
     /// connection until a whole flush completes (0.1-1 s in a closed loop, `write_cache_full`).
+    /// Any shard's: a connection's adds go to every shard's ledgers.
     pub fn admission_delay(&self) -> Option<Duration> {
-        (self.table.fill() >= 0.75).then_some(Duration::from_millis(1))
+        let fullest = self
+            .peers
+            .iter()
+            .map(|p| p.cache_fill_permille.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0);
+        (fullest >= 750).then_some(Duration::from_millis(1))
     }
 
     /// Woken when [`Shard::is_blocked`] may have turned false.

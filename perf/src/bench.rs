@@ -47,8 +47,8 @@ pub struct CommonArgs {
     #[arg(long)]
     pub bookie_http: Option<String>,
     /// The process id of a bookie given with --bookies (ours or Java's, on this machine): its
-    /// CPU, context switches and read/write syscalls per operation over the measured window
-    /// are reported. A started bookie is measured without it.
+    /// CPU and context switches per operation over the measured window are reported (system
+    /// calls too with --syscalls). A started bookie is measured without it.
     #[arg(long)]
     pub bookie_pid: Option<u32>,
     /// Wire protocol.
@@ -525,31 +525,44 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
         },
         &mut || {
             before = Some(stages::snapshot(http));
-            probe = Some(crate::stalls::StallProbe::start());
-            usage_before = Some((
-                bookie_pid.and_then(crate::usage::Sample::take),
-                crate::usage::Sample::take(std::process::id()),
+            // perf stat first (it takes a moment to attach), the stall probe last: bkperf's
+            // own window holds the probe's whole life, whose cost is then taken out.
+            let calls = (
                 bookie_pid
                     .filter(|_| count_syscalls)
                     .and_then(crate::usage::SyscallCount::start),
                 Some(std::process::id())
                     .filter(|_| count_syscalls)
                     .and_then(crate::usage::SyscallCount::start),
+            );
+            usage_before = Some((
+                bookie_pid.and_then(crate::usage::Sample::take),
+                crate::usage::Sample::own(),
+                calls.0,
+                calls.1,
             ));
+            probe = Some(crate::stalls::StallProbe::start());
         },
     )
     .map_err(|e| e.to_string())?;
+    let stalls = probe.and_then(|p| p.finish());
     let (bookie_usage, client_usage) = match usage_before {
         Some((b, c, b_calls, c_calls)) => {
             let b_end = bookie_pid.and_then(crate::usage::Sample::take);
-            let c_end = crate::usage::Sample::take(std::process::id());
+            let c_end = crate::usage::Sample::own();
             let (b_calls, c_calls) = (
                 b_calls.and_then(|s| s.finish()),
                 c_calls.and_then(|s| s.finish()),
             );
             (
                 b.zip(b_end).map(|(a, z)| a.until(&z, b_calls)),
-                c.zip(c_end).map(|(a, z)| a.until(&z, c_calls)),
+                Some({
+                    let own = c.until(&c_end, c_calls);
+                    match &stalls {
+                        Some(s) => own.without(&s.probe_cost),
+                        None => own,
+                    }
+                }),
             )
         }
         None => (None, None),
@@ -563,7 +576,6 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
     if let Some(note) = result.read.as_ref().and_then(restart_note) {
         println!("{note}");
     }
-    let stalls = probe.and_then(|p| p.finish());
     let (stages, stages_error) = stage_breakdown(http, before, &result.engine_threads);
     let bookie = child.map(|c| BookieFacts {
         binary: c.binary().to_path_buf(),

@@ -410,7 +410,13 @@ fn cost_html(resources: &Value) -> String {
         }
         format!(
             "<tr><td>{who}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            u["cpu_us_per_op"], u["cores"], u["context_switches_per_op"], u["syscalls_per_op"]
+            u["cpu_us_per_op"],
+            u["cores"],
+            u["context_switches_per_op"],
+            match &u["syscalls_per_op"] {
+                Value::Null => "-".to_string(),
+                v => v.to_string(),
+            }
         )
     };
     let rows =

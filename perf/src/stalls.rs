@@ -99,7 +99,7 @@ fn tcp_counters() -> Option<TcpCounters> {
 /// A running probe.
 pub struct StallProbe {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Histogram<u64>>>,
+    thread: Option<JoinHandle<(Histogram<u64>, crate::usage::ThreadCost)>>,
     before: Option<CpuTimes>,
     tcp_before: Option<TcpCounters>,
     started: Instant,
@@ -117,6 +117,8 @@ pub struct Stalls {
     pub oversleep: Histogram<u64>,
     /// TCP over the window, machine-wide: (retransmitted segments, timeouts, loss probes).
     pub tcp: Option<(u64, u64, u64)>,
+    /// What the probe's own thread cost (its 1 ms wake-ups), taken out of bkperf's figures.
+    pub probe_cost: crate::usage::ThreadCost,
 }
 
 impl StallProbe {
@@ -126,6 +128,7 @@ impl StallProbe {
         let thread = std::thread::Builder::new()
             .name("bkperf-stalls".into())
             .spawn(move || {
+                let cost = crate::usage::ThreadCost::now();
                 let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
                 let tick = Duration::from_millis(1);
                 while !flag.load(Ordering::Relaxed) {
@@ -134,7 +137,7 @@ impl StallProbe {
                     let late = t0.elapsed().saturating_sub(tick).as_micros() as u64;
                     h.saturating_record(late.max(1));
                 }
-                h
+                (h, crate::usage::ThreadCost::now().minus(&cost))
             })
             .ok();
         StallProbe {
@@ -148,7 +151,7 @@ impl StallProbe {
 
     pub fn finish(mut self) -> Option<Stalls> {
         self.stop.store(true, Ordering::Relaxed);
-        let oversleep = self.thread.take()?.join().ok()?;
+        let (oversleep, probe_cost) = self.thread.take()?.join().ok()?;
         let window_s = self.started.elapsed().as_secs_f64();
         let (busy_pct, steal_pct) = match (self.before, cpu_times()) {
             (Some(a), Some(b)) => {
@@ -175,6 +178,7 @@ impl StallProbe {
             cpus: machine_cpus(),
             oversleep,
             tcp,
+            probe_cost,
         })
     }
 }
@@ -273,6 +277,7 @@ mod tests {
             cpus: 2,
             oversleep,
             tcp: Some((3, 1, 7)),
+            probe_cost: Default::default(),
         };
         assert_eq!(s.stalls(), 2);
         let text = s.render();

@@ -4,8 +4,11 @@
 //! operations of the window it gives the cost per operation that goes beside latency, for our
 //! bookie, a Java bookie (`--bookie-pid`) and bkperf itself alike.
 //!
-//! Limits: context switches are summed over the threads alive at the window's end (a thread
-//! that exited inside the window, such as an idle io_uring worker, takes its count with it).
+//! Limits: for another process, context switches are summed over the threads alive at the
+//! window's end (a thread that exited inside the window, such as an idle io_uring worker,
+//! takes its count with it). bkperf's own figures come from `getrusage`, which keeps the
+//! counts of exited threads, less its stall probe's thread (`stalls.rs`: a timed wake-up every
+//! millisecond, which is the probe's cost, not the load generator's).
 //! /proc/PID/io's `syscr`/`syscw` are not used: they miss send/recv, so they would count a
 //! tokio bookie's socket calls and not bkperf's.
 
@@ -55,6 +58,18 @@ impl Sample {
         })
     }
 
+    /// This process, every thread it ever had (`getrusage(RUSAGE_SELF)`).
+    pub fn own() -> Sample {
+        let at = Instant::now();
+        let u = rusage(libc::RUSAGE_SELF);
+        Sample {
+            at,
+            cpu_s: u.cpu_s,
+            // One pseudo-thread: the process-wide count.
+            switches: HashMap::from([(0, u.switches)]),
+        }
+    }
+
     /// From `self` to `later`, with the system calls a [`SyscallCount`] counted meanwhile.
     pub fn until(&self, later: &Sample, syscalls: Option<u64>) -> Usage {
         let context_switches = later
@@ -71,7 +86,49 @@ impl Sample {
     }
 }
 
+/// CPU and context switches of one thread (or, with `RUSAGE_SELF`, a process).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ThreadCost {
+    pub cpu_s: f64,
+    pub switches: u64,
+}
+
+impl ThreadCost {
+    /// The calling thread's totals so far.
+    pub fn now() -> ThreadCost {
+        rusage(libc::RUSAGE_THREAD)
+    }
+
+    pub fn minus(&self, earlier: &ThreadCost) -> ThreadCost {
+        ThreadCost {
+            cpu_s: (self.cpu_s - earlier.cpu_s).max(0.0),
+            switches: self.switches.saturating_sub(earlier.switches),
+        }
+    }
+}
+
+fn rusage(who: libc::c_int) -> ThreadCost {
+    // SAFETY: rusage is plain data; getrusage fills it.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out pointer; RUSAGE_SELF and RUSAGE_THREAD are valid for the caller.
+    if unsafe { libc::getrusage(who, &mut u) } != 0 {
+        return ThreadCost::default();
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    ThreadCost {
+        cpu_s: tv(u.ru_utime) + tv(u.ru_stime),
+        switches: (u.ru_nvcsw + u.ru_nivcsw).max(0) as u64,
+    }
+}
+
 impl Usage {
+    /// Without what `part` (a thread of this process, inside the window) cost.
+    pub fn without(mut self, part: &ThreadCost) -> Usage {
+        self.cpu_s = (self.cpu_s - part.cpu_s).max(0.0);
+        self.context_switches = self.context_switches.saturating_sub(part.switches);
+        self
+    }
+
     /// Per-operation figures for `ops` operations, as JSON.
     pub fn per_op_json(&self, ops: u64) -> serde_json::Value {
         let n = ops.max(1) as f64;
@@ -153,18 +210,41 @@ impl SyscallCount {
     }
 
     pub fn finish(mut self) -> Option<u64> {
-        // SAFETY: plain kill(2) of our own child; SIGINT makes perf stat print its counts.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
-        }
-        let _ = self.child.wait();
+        self.stop();
         let text = std::fs::read_to_string(&self.out).ok();
-        let _ = std::fs::remove_file(&self.out);
         let n = text.as_deref().and_then(perf_stat_count);
         if n.is_none() {
             log::debug!("perf stat counted no syscalls: {text:?}");
         }
         n
+    }
+
+    /// SIGINT (perf stat prints its counts and exits), SIGKILL after 5 s, and reaped.
+    fn stop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        // SAFETY: plain kill(2) of our own, not yet reaped, child.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
+        }
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        while let Ok(None) = self.child.try_wait() {
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for SyscallCount {
+    /// Also on an error path: perf stat must not stay attached to the bookie.
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_file(&self.out);
     }
 }
 
