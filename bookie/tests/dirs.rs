@@ -42,30 +42,48 @@ fn segments(dir: &Path) -> usize {
     n
 }
 
-#[test]
-fn journals_and_entry_logs_spread_over_every_directory() {
-    let dir = common::tempdir("bookie-dirs-");
-    let journals: Vec<PathBuf> = (0..2).map(|k| dir.path().join(format!("j{k}"))).collect();
-    let ledgers: Vec<PathBuf> = (0..3).map(|k| dir.path().join(format!("l{k}"))).collect();
+/// Writes `dir/bk_server.conf` for a bookie on `port` with these directories (lists joined as
+/// Java does) and `extra` lines; returns its path.
+fn write_conf(
+    dir: &Path,
+    port: u16,
+    journals: &[PathBuf],
+    ledgers: &[PathBuf],
+    extra: &str,
+) -> PathBuf {
     let list = |v: &[PathBuf]| {
         v.iter()
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(",")
     };
-    let (port, http) = (free_port(), free_port());
-    let conf = dir.path().join("bk_server.conf");
+    let conf = dir.join("bk_server.conf");
     std::fs::write(
         &conf,
         format!(
             "bookiePort={port}\nlisteningInterface=lo\njournalDirectories={}\n\
-             ledgerDirectories={}\nlogSizeLimit=131072\nhttpServerEnabled=true\n\
-             httpServerPort={http}\n",
-            list(&journals),
-            list(&ledgers)
+             ledgerDirectories={}\n{extra}",
+            list(journals),
+            list(ledgers)
         ),
     )
     .unwrap();
+    conf
+}
+
+#[test]
+fn journals_and_entry_logs_spread_over_every_directory() {
+    let dir = common::tempdir("bookie-dirs-");
+    let journals: Vec<PathBuf> = (0..2).map(|k| dir.path().join(format!("j{k}"))).collect();
+    let ledgers: Vec<PathBuf> = (0..3).map(|k| dir.path().join(format!("l{k}"))).collect();
+    let (port, http) = (free_port(), free_port());
+    let conf = write_conf(
+        dir.path(),
+        port,
+        &journals,
+        &ledgers,
+        &format!("logSizeLimit=131072\nhttpServerEnabled=true\nhttpServerPort={http}\n"),
+    );
     let builder = BookieBuilder::serve_conf(&conf, port)
         .args(["--no-pin"])
         .http_port(http);
@@ -164,24 +182,14 @@ fn default_shards_on_pinned_threads_own_their_directories() {
     // One journal directory: with two, the count is at least two whatever the cores say.
     let journals: Vec<PathBuf> = vec![dir.path().join("j0")];
     let ledgers: Vec<PathBuf> = (0..2).map(|k| dir.path().join(format!("l{k}"))).collect();
-    let list = |v: &[PathBuf]| {
-        v.iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    };
     let port = free_port();
-    let conf = dir.path().join("bk_server.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "bookiePort={port}\nlisteningInterface=lo\njournalDirectories={}\n\
-             ledgerDirectories={}\nhttpServerEnabled=false\n",
-            list(&journals),
-            list(&ledgers)
-        ),
-    )
-    .unwrap();
+    let conf = write_conf(
+        dir.path(),
+        port,
+        &journals,
+        &ledgers,
+        "httpServerEnabled=false\n",
+    );
     // No --no-pin, no --shards: pinned shards, as many as the cores.
     let mut b = BookieBuilder::serve_conf(&conf, port).start();
     let mut c = b.client();
@@ -246,17 +254,13 @@ fn a_java_bookies_directories_are_refused_and_left_untouched() {
     };
     let before = listing();
     let port = free_port();
-    let conf = dir.path().join("bk_server.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "bookiePort={port}\nlisteningInterface=lo\njournalDirectories={}\n\
-             ledgerDirectories={}\nhttpServerEnabled=false\n",
-            journal.display(),
-            ledgers.display()
-        ),
-    )
-    .unwrap();
+    let conf = write_conf(
+        dir.path(),
+        port,
+        std::slice::from_ref(&journal),
+        std::slice::from_ref(&ledgers),
+        "httpServerEnabled=false\n",
+    );
     let builder = BookieBuilder::serve_conf(&conf, port).args(["--no-pin"]);
     for extra in [&[][..], &["--print-config"][..]] {
         let out = output_within(builder.command().args(extra), Duration::from_secs(30));
