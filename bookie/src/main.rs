@@ -12,45 +12,24 @@
 //!   checks cookies, registers and unregisters (`cluster.rs`); exit code 1 on a cookie
 //!   mismatch, 4 when the registration fails.
 
-mod auth;
-mod cluster;
-mod compaction;
-mod conf;
-mod conf_env;
+mod admin;
 mod config;
 mod conn;
-mod dir_audit;
-mod disk_share;
 mod gc;
-mod http;
-mod inspect;
-mod journal_recovery;
-mod journal_space;
-mod keystore;
-mod ledger;
-mod ledger_dirs;
-mod ledger_storage;
-mod lock;
-mod mailbox;
-mod metrics;
-mod paced;
-mod ratelimit;
-mod read_thread;
-mod readonly;
-mod reclaim;
-mod record;
-mod run_waits;
+mod read;
+mod security;
 mod server;
 mod shard;
-mod storage_wrap;
-mod tls;
+mod store;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::config::BookieConfig;
+use crate::admin::cluster;
+use crate::config::{conf, conf_env, BookieConfig};
+use crate::store::{dir_audit, inspect, journal_recovery, lock};
 
 #[derive(Parser, Debug)]
 #[command(

@@ -26,26 +26,26 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::TcpSocket;
 use tokio::sync::{mpsc, watch};
 
-use crate::cluster::{ControlPlane, Failure};
+use crate::admin::cluster::{ControlPlane, Failure};
+use crate::admin::http::{Admin, HttpServer};
+use crate::admin::metrics::Metrics;
+use crate::admin::readonly::{spawn_disk_checker, BookieState};
 use crate::config::BookieConfig;
+use crate::conn::ratelimit::LogLimiter;
 use crate::conn::{self, Conn, ReplyBudget};
-use crate::disk_share::DiskShare;
-use crate::http::{Admin, HttpServer};
-use crate::lock::DirLock;
-use crate::mailbox::{AdminQuery, ShardHandle, ShardInbox};
-use crate::metrics::Metrics;
-use crate::ratelimit::LogLimiter;
-use crate::readonly::{spawn_disk_checker, BookieState};
-use crate::reclaim::Reclaimer;
+use crate::gc::reclaim::Reclaimer;
+use crate::read::disk_share::DiskShare;
+use crate::security::tls::Security;
+use crate::shard::mailbox::{AdminQuery, ShardHandle, ShardInbox};
 use crate::shard::{EventFd, Shard, SHARD};
-use crate::tls::Security;
+use crate::store::lock::DirLock;
 
 /// Runs the bookie until a signal stops it. The error carries the process exit code (1, or 4
 /// when the ZooKeeper registration failed).
 pub fn run(config: BookieConfig) -> Result<(), Failure> {
     // State this bookie does not own (a Java bookie's files) stops the start before anything
     // is locked, stamped, registered or listened on.
-    crate::dir_audit::check(&config)?;
+    crate::store::dir_audit::check(&config)?;
     let signals = Signals::install()?;
     // TLS key material and the auth provider: a bad file or key stops the start here.
     let security = Arc::new(Security::from_config(&config.tls, &config.auth)?);
@@ -56,11 +56,11 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         None
     };
     let mut _dir_locks = Vec::new();
-    for (dir, _) in crate::ledger_dirs::checked(&config) {
+    for (dir, _) in crate::store::ledger_dirs::checked(&config) {
         _dir_locks.push(DirLock::acquire(dir)?);
     }
     let shards = config.shard_count();
-    crate::ledger_dirs::check(&config, shards)?;
+    crate::store::ledger_dirs::check(&config, shards)?;
     let mut config = config;
     // Fixed here, on the main thread: `shard_count` derives the default from the cores this
     // thread may run on, and a pinned shard thread may run on one (each shard then took every
@@ -68,13 +68,13 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     config.shards = shards;
     // Each journal directory's room, for the shards that journal there.
     for (k, dir) in config.journal_dirs.clone().iter().enumerate() {
-        let usage = crate::readonly::disk_usage(dir)
+        let usage = crate::admin::readonly::disk_usage(dir)
             .map_err(|e| format!("cannot stat {}: {e}", dir.display()))?;
-        let existing = crate::journal_space::existing_journal_bytes(dir);
+        let existing = crate::store::journal_space::existing_journal_bytes(dir);
         let on_dir = (0..shards)
             .filter(|s| s % config.journal_dirs.len() == k)
             .count();
-        if let Some(line) = crate::journal_space::fit(
+        if let Some(line) = crate::store::journal_space::fit(
             &mut config.journal,
             usage,
             existing,
@@ -130,7 +130,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     let config = Arc::new(config);
     let state = Arc::new(BookieState::new(
         &config.disk,
-        &crate::ledger_dirs::checked(&config),
+        &crate::store::ledger_dirs::checked(&config),
     ));
     let metrics = Arc::new(Metrics::new(shards));
     let reclaim =
@@ -199,7 +199,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     let mut gc_trigger = None;
     if failure.is_none() {
         let metadata = if config.cluster.has_metadata_store() {
-            match crate::cluster::metadata_config(&config) {
+            match crate::admin::cluster::metadata_config(&config) {
                 Ok(m) => Some(m),
                 Err(f) => {
                     failure = Some(f.message);

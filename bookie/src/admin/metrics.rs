@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use crate::readonly::BookieState;
+use crate::admin::readonly::BookieState;
 
 /// Microseconds since the process's metrics epoch: a clock all shards share.
 #[inline]
@@ -605,7 +605,7 @@ impl Metrics {
         let ledger_dirs: Vec<_> = state
             .dirs
             .iter()
-            .filter(|d| d.kind == crate::readonly::DirKind::Ledger)
+            .filter(|d| d.kind == crate::admin::readonly::DirKind::Ledger)
             .collect();
         gauge(o, "bookie_ledger_num_dirs", "", ledger_dirs.len() as f64);
         let writable = ledger_dirs.iter().filter(|d| d.writable()).count();
@@ -864,7 +864,7 @@ mod tests {
             &crate::config::DiskConfig::default(),
             &[(
                 std::path::Path::new("/data/ledgers"),
-                crate::readonly::DirKind::Ledger,
+                crate::admin::readonly::DirKind::Ledger,
             )],
         );
         let text = m.render(&state);

@@ -32,8 +32,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::auth::{AuthConfig, AuthPolicy};
-use crate::keystore::{self, IdentitySource, KeyError, StoreType, TrustSource};
+use crate::security::auth::{AuthConfig, AuthPolicy};
+use crate::security::keystore::{self, IdentitySource, KeyError, StoreType, TrustSource};
 
 /// The one security handler factory there is: Java's.
 pub const TLS_CONTEXT_FACTORY: &str = "org.apache.bookkeeper.tls.TLSContextFactory";

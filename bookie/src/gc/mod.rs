@@ -27,6 +27,9 @@
 //! Its own thread with a current-thread runtime and its own ZooKeeper session per cycle: a slow
 //! listing of a large cluster never holds up registration or the admin server.
 
+pub mod compaction;
+pub mod reclaim;
+
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,9 +42,9 @@ use metadata::underreplication::{self, LockError};
 use metadata::{LedgerLayout, MetaError, MetadataConfig};
 use tokio::sync::{oneshot, Notify};
 
-use crate::mailbox::{AdminQuery, GcRequest, ShardHandle};
-use crate::metrics::Metrics;
-use crate::readonly::{BookieState, DISK_ALMOST_FULL, DISK_FULL_LEVEL};
+use crate::admin::metrics::Metrics;
+use crate::admin::readonly::{BookieState, DISK_ALMOST_FULL, DISK_FULL_LEVEL};
+use crate::shard::mailbox::{AdminQuery, GcRequest, ShardHandle};
 
 /// What the HTTP server and the driver share: at most one pending request (later ones merge
 /// into it, so a flood of PUTs costs nothing), and a wake-up.
@@ -527,8 +530,8 @@ mod tests {
     /// forced collection asked for while a directory is above the warn threshold.
     #[test]
     fn disk_level_gates_compaction() {
+        use crate::admin::readonly::DiskUsage;
         use crate::config::DiskConfig;
-        use crate::readonly::DiskUsage;
         use std::path::Path;
         let disk = DiskConfig::default();
         let links = GcLinks {
@@ -536,7 +539,7 @@ mod tests {
             shards: Arc::new(Vec::new()),
             state: Arc::new(BookieState::new(
                 &disk,
-                &[(Path::new("/d"), crate::readonly::DirKind::Ledger)],
+                &[(Path::new("/d"), crate::admin::readonly::DirKind::Ledger)],
             )),
             metrics: Arc::new(Metrics::new(1)),
         };

@@ -21,8 +21,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::admin::readonly::DirKind;
 use crate::config::BookieConfig;
-use crate::readonly::DirKind;
 
 /// At most this many names are read below one `current/` (Java's index files sit in two levels
 /// of subfolders): enough to describe it, bounded on a disk of millions of files.
@@ -49,7 +49,7 @@ pub fn check(config: &BookieConfig) -> Result<(), String> {
 
 /// The directories that hold foreign state (empty: all clear).
 pub fn audit(config: &BookieConfig) -> Result<Vec<Foreign>, String> {
-    let dirs = crate::ledger_dirs::checked(config);
+    let dirs = crate::store::ledger_dirs::checked(config);
     let configured: Vec<PathBuf> = dirs.iter().map(|(d, _)| canonical(d)).collect();
     let mut out: Vec<Foreign> = Vec::new();
     let mut scanned: Vec<PathBuf> = Vec::new();

@@ -29,11 +29,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use crate::admin::metrics::Metrics;
+use crate::admin::readonly::BookieState;
 use crate::config::BookieConfig;
 use crate::gc::GcTrigger;
-use crate::mailbox::{AdminQuery, GcRequest, ShardHandle};
-use crate::metrics::Metrics;
-use crate::readonly::BookieState;
+use crate::shard::mailbox::{AdminQuery, GcRequest, ShardHandle};
 
 const MAX_HEAD: usize = 16 << 10;
 const MAX_BODY: usize = 64 << 10;
@@ -293,7 +293,7 @@ async fn route(admin: &Admin, r: &Request) -> Response {
         },
         "/metrics" => Response::text(403, "GET only\n"),
         "/api/v1/bookie/info" if get => {
-            match crate::readonly::ledger_space(&admin.config.ledger_dirs) {
+            match crate::admin::readonly::ledger_space(&admin.config.ledger_dirs) {
                 Ok(u) => Response::json(
                     200,
                     serde_json::json!({ "freeSpace": u.usable_bytes, "totalSpace": u.total_bytes }),

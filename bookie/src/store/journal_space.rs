@@ -14,7 +14,7 @@ use std::path::Path;
 
 use journal::JournalConfig;
 
-use crate::readonly::DiskUsage;
+use crate::admin::readonly::DiskUsage;
 
 /// All shards together zero-fill at most this much at start beyond their two files each, so
 /// a many-core host does not prepare gigabytes before its first add.

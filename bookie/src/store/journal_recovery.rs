@@ -13,7 +13,7 @@ use std::path::Path;
 
 use journal::{JournalError, RecoveryMode, RecoveryReport};
 
-use crate::record::JournalRecord;
+use crate::store::record::JournalRecord;
 
 /// The conf key of the switch.
 pub const CONF_KEY: &str = "journalRecoveryMode";
@@ -123,7 +123,7 @@ mod tests {
     use bytes::Bytes;
 
     fn payload(record: &JournalRecord) -> Vec<u8> {
-        let mut header = [0u8; crate::record::HEADER_MAX];
+        let mut header = [0u8; crate::store::record::HEADER_MAX];
         let (n, rest) = record.encode(&mut header);
         let mut p = header[..n].to_vec();
         p.extend_from_slice(rest);

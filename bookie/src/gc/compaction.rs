@@ -19,9 +19,9 @@ use entrylog::{Compaction, LedgerStore, Step};
 use storage::Storage;
 use tokio::sync::mpsc;
 
+use crate::admin::metrics::Metrics;
 use crate::config::GcConfig;
-use crate::mailbox::{GcRequest, StoreEvent};
-use crate::metrics::Metrics;
+use crate::shard::mailbox::{GcRequest, StoreEvent};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {

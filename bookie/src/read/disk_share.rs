@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use storage::{AlignedBuf, Completion, IoError, Op, Storage, Wait};
 
-use crate::metrics::Metrics;
-use crate::storage_wrap::forward_storage;
+use crate::admin::metrics::Metrics;
+use crate::store::storage_wrap::forward_storage;
 
 /// The bookie's share of one disk between journals and readers.
 pub struct DiskShare {

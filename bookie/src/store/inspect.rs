@@ -7,9 +7,9 @@ use std::path::Path;
 
 use entrylog::{LedgerStore, LedgerStoreConfig, Reader};
 
-use crate::journal_recovery::LostRecords;
-use crate::lock::DirLock;
-use crate::record::JournalRecord;
+use crate::store::journal_recovery::LostRecords;
+use crate::store::lock::DirLock;
+use crate::store::record::JournalRecord;
 
 fn open(dir: &Path) -> Result<(DirLock, LedgerStore<storage::RealStorage>), String> {
     let parent = dir.parent().unwrap_or(dir);

@@ -19,14 +19,14 @@ use net::StatusCode;
 use storage::dirset::Placement;
 use tokio::sync::mpsc;
 
-use crate::compaction::{GcRunner, STEP_PAUSE};
+use crate::admin::metrics::Metrics;
 use crate::config::{BookieConfig, GcConfig};
-use crate::disk_share::{DiskShare, Shared};
-use crate::mailbox::{FlushJob, ReadJob, ShardHandle, StoreEvent};
-use crate::metrics::Metrics;
-use crate::paced::Paced;
-use crate::read_thread::{error_reply, reply, serve_reads, ReadStats};
-use crate::reclaim::Reclaimer;
+use crate::gc::compaction::{GcRunner, STEP_PAUSE};
+use crate::gc::reclaim::Reclaimer;
+use crate::read::disk_share::{DiskShare, Shared};
+use crate::read::read_thread::{error_reply, reply, serve_reads, ReadStats};
+use crate::shard::mailbox::{FlushJob, ReadJob, ShardHandle, StoreEvent};
+use crate::store::paced::Paced;
 
 /// A shard's handles on its ledger-storage threads.
 pub struct LedgerStorageLink {

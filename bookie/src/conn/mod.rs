@@ -28,6 +28,8 @@
 //! [`Gate`]; a `START_TLS` (TLS configured) makes the connection answer it, hand its socket
 //! from the plain halves to a TLS handshake, and go on with the TLS halves ([`start_tls`]).
 
+pub mod ratelimit;
+
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -45,9 +47,9 @@ use tokio::task::JoinHandle;
 
 use rustls::pki_types::CertificateDer;
 
-use crate::auth::{Admit, Gate};
-use crate::ratelimit::LogLimiter;
-use crate::tls::{self, ReadHalf, Security, WriteHalf};
+use crate::conn::ratelimit::LogLimiter;
+use crate::security::auth::{Admit, Gate};
+use crate::security::tls::{self, ReadHalf, Security, WriteHalf};
 
 const READ_CHUNK: usize = 64 << 10;
 
@@ -627,7 +629,7 @@ pub async fn serve<S: RequestSink + 'static>(
         }
         match reader.read_buf(&mut buf).await {
             Ok(0) => break,
-            Ok(_) => conn.read_at.set(crate::metrics::now_us()),
+            Ok(_) => conn.read_at.set(crate::admin::metrics::now_us()),
             Err(err) => {
                 log::debug!("connection {}: read error {err}", conn.id);
                 break;

@@ -2,6 +2,9 @@
 //! arguments). Each field names the bk_server.conf key it corresponds to, where one exists;
 //! `conf.rs` reads bk_server.conf onto it.
 
+pub mod conf;
+pub mod conf_env;
+
 use std::path::PathBuf;
 
 use std::time::Duration;
@@ -87,9 +90,9 @@ pub struct BookieConfig {
     /// Garbage collection and compaction (`*Compaction*` keys; `gcWaitTime` is in `cluster`).
     pub gc: GcConfig,
     /// TLS on the bookie port (`tls*` keys, `tls.rs`).
-    pub tls: crate::tls::TlsConfig,
+    pub tls: crate::security::tls::TlsConfig,
     /// Authentication (`bookieAuthProviderFactoryClass`, `authorizedRoles`; `auth.rs`).
-    pub auth: crate::auth::AuthConfig,
+    pub auth: crate::security::auth::AuthConfig,
 }
 
 /// Read-ahead of sequential cache-miss reads (`entrylog::Reader`'s module docs).
@@ -359,8 +362,8 @@ impl Default for BookieConfig {
             http: HttpConfig::default(),
             cluster: ClusterConfig::default(),
             gc: GcConfig::default(),
-            tls: crate::tls::TlsConfig::default(),
-            auth: crate::auth::AuthConfig::default(),
+            tls: crate::security::tls::TlsConfig::default(),
+            auth: crate::security::auth::AuthConfig::default(),
         }
     }
 }

@@ -8,6 +8,8 @@
 //! through the origin shard's reply queue (unbounded, but it only carries replies to requests
 //! the bounded queue admitted). A full queue is answered with ETOOMANYREQUESTS.
 
+pub mod mailbox;
+
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, RawFd};
@@ -25,20 +27,20 @@ use net::{
 use storage::{DriverKind, RealStorage, Storage};
 use tokio::sync::mpsc;
 
+use crate::admin::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
+use crate::admin::readonly::BookieState;
 use crate::config::BookieConfig;
 use crate::conn::{Conn, ConnShared, RequestSink};
-use crate::disk_share::DiskShare;
-use crate::ledger::{Answer, Decision, DiskRead, LedgerTable};
-use crate::ledger_storage::{self, LedgerStorageLink};
-use crate::mailbox::{
+use crate::gc::reclaim::Reclaimer;
+use crate::read::disk_share::DiskShare;
+use crate::read::read_thread;
+use crate::read::run_waits::RunWaits;
+use crate::shard::mailbox::{
     FlushJob, GcRequest, ReadJob, RemoteReply, RemoteRequest, RunLanded, ShardHandle, StoreEvent,
 };
-use crate::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
-use crate::read_thread;
-use crate::readonly::BookieState;
-use crate::reclaim::Reclaimer;
-use crate::record::{JournalRecord, HEADER_MAX};
-use crate::run_waits::RunWaits;
+use crate::store::ledger::{Answer, Decision, DiskRead, LedgerTable};
+use crate::store::ledger_storage::{self, LedgerStorageLink};
+use crate::store::record::{JournalRecord, HEADER_MAX};
 
 /// Which shard owns `ledger`.
 pub fn shard_of(ledger: i64, shards: usize) -> usize {
@@ -250,7 +252,7 @@ impl Shard {
         state: Arc<BookieState>,
         (metrics, reclaim, disk): (Arc<Metrics>, Reclaimer, Arc<DiskShare>),
     ) -> Result<(Shard, mpsc::UnboundedReceiver<StoreEvent>), String> {
-        let dirs = crate::ledger_dirs::for_shard(config, id, config.shard_count(), &state)?;
+        let dirs = crate::store::ledger_dirs::for_shard(config, id, config.shard_count(), &state)?;
         let journal_dir = dirs.journal;
         for member in &dirs.ledgers.members {
             std::fs::create_dir_all(member)
@@ -282,7 +284,7 @@ impl Shard {
         table.load(recovered.ledgers);
         let mut unreadable = 0u64;
         let now = now_ms();
-        let mut lost = crate::journal_recovery::LostRecords::default();
+        let mut lost = crate::store::journal_recovery::LostRecords::default();
         let mut journal = Journal::open_observing(
             storage,
             config.journal.clone(),
@@ -492,7 +494,7 @@ impl Shard {
     /// A reply from another shard for one of our connections.
     pub fn deliver_remote_reply(&mut self, reply: RemoteReply) {
         if reply.timing != 0 {
-            let (op, since) = crate::metrics::unpack_timing(reply.timing);
+            let (op, since) = crate::admin::metrics::unpack_timing(reply.timing);
             self.record(op, since, &reply.frame.response);
             self.m().stage(Stage::CacheMissRead, since);
         }
@@ -834,7 +836,7 @@ impl Shard {
                 conn.id,
                 conn.shared().clone(),
                 *header,
-                crate::metrics::pack_timing(*op, *since),
+                crate::admin::metrics::pack_timing(*op, *since),
             ),
             Responder::Remote {
                 origin,
@@ -848,7 +850,7 @@ impl Shard {
                 *conn_id,
                 shared.clone(),
                 *header,
-                crate::metrics::pack_timing(*op, *since),
+                crate::admin::metrics::pack_timing(*op, *since),
             ),
         };
         ReadJob {
@@ -1394,7 +1396,7 @@ fn bookie_info(dirs: &[PathBuf], requested: i64) -> Response {
     const TOTAL_DISK_CAPACITY: i64 = 0x01;
     const FREE_DISK_SPACE: i64 = 0x02;
     // Over every ledger directory, each file system once (Java's `getTotalFreeSpace`).
-    let Ok(space) = crate::readonly::ledger_space(dirs) else {
+    let Ok(space) = crate::admin::readonly::ledger_space(dirs) else {
         return Response::GetBookieInfo {
             status: StatusCode::EIO,
             total_disk_capacity: None,

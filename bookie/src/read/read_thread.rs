@@ -17,10 +17,10 @@ use entrylog::{ReadView, Reader};
 use net::{availability, Response, ResponseFrame, ResponseHeader, StatusCode};
 use storage::RealStorage;
 
-use crate::disk_share::Shared;
-use crate::ledger::{DiskRead, LedgerTable};
-use crate::mailbox::{ReadJob, RemoteReply, RunLanded, ShardHandle};
-use crate::metrics::Metrics;
+use crate::admin::metrics::Metrics;
+use crate::read::disk_share::Shared;
+use crate::shard::mailbox::{ReadJob, RemoteReply, RunLanded, ShardHandle};
+use crate::store::ledger::{DiskRead, LedgerTable};
 
 /// A reader thread's storage port: its own ring, taking turns in the bookie's disk share.
 pub type ReaderStorage = Shared<RealStorage>;

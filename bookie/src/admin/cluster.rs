@@ -22,8 +22,8 @@ use metadata::{
 };
 use tokio::sync::oneshot;
 
+use crate::admin::readonly::BookieState;
 use crate::config::{BookieConfig, ClusterConfig};
-use crate::readonly::BookieState;
 
 /// A start-up failure with the exit code Java would use.
 #[derive(Debug)]

@@ -283,8 +283,8 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                 prealloc_bytes = Some(v.parse_range(0, 1 << 20)? << 20);
             }
             "journalRecoveryMode" => {
-                c.journal.recovery_mode =
-                    crate::journal_recovery::parse_mode(v.text()).map_err(|e| v.invalid(&e))?
+                c.journal.recovery_mode = crate::store::journal_recovery::parse_mode(v.text())
+                    .map_err(|e| v.invalid(&e))?
             }
             "flushInterval" => c.flush_interval = v.millis(1)?,
             "nettyMaxFrameSizeBytes" => {
@@ -343,16 +343,16 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             }
             "httpServerPort" => c.http.port = v.parse_range(0, u16::MAX as u64)? as u16,
             "httpServerHost" => c.http.host = v.nonempty()?.to_string(),
-            k if crate::tls::CONF_KEYS.contains(&k) => {
+            k if crate::security::tls::CONF_KEYS.contains(&k) => {
                 c.tls.set(k, v.text()).map_err(|e| v.invalid(&e))?
             }
-            k if crate::auth::CONF_KEYS.contains(&k) => {
+            k if crate::security::auth::CONF_KEYS.contains(&k) => {
                 c.auth.set(k, v.text()).map_err(|e| v.invalid(&e))?
             }
             _ if p.line == 0 => {
                 applied
                     .ignored
-                    .push(format!("{}{}", crate::conf_env::PREFIX, p.key))
+                    .push(format!("{}{}", crate::config::conf_env::PREFIX, p.key))
             }
             _ => applied.ignored.push(p.key.clone()),
         }
@@ -452,7 +452,7 @@ impl Value<'_> {
             "invalid value {:?} for {} ({}): {why}",
             self.0.value,
             self.0.key,
-            crate::conf_env::origin(self.0)
+            crate::config::conf_env::origin(self.0)
         )
     }
 
@@ -963,7 +963,7 @@ verifyMetadataOnGC=true
 
     #[test]
     fn the_example_conf_parses() {
-        let text = include_str!("../conf/bk_server.conf");
+        let text = include_str!("../../conf/bk_server.conf");
         let (c, a) = conf(text).unwrap();
         assert_eq!(c.port, 3181);
         assert!(c.http.enabled);

@@ -28,8 +28,8 @@ use std::sync::Arc;
 
 use storage::dirset::Placement;
 
+use crate::admin::readonly::{BookieState, DirKind};
 use crate::config::BookieConfig;
-use crate::readonly::{BookieState, DirKind};
 
 /// A shard's directories.
 pub struct ShardDirs {

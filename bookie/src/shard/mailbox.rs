@@ -15,7 +15,7 @@ use net::{RequestFrame, ResponseFrame, ResponseHeader};
 use tokio::sync::mpsc;
 
 use crate::conn::{ConnShared, ReplyBudget};
-use crate::ledger::{DiskRead, FrozenBatch, FrozenEntries};
+use crate::store::ledger::{DiskRead, FrozenBatch, FrozenEntries};
 
 /// A request for a ledger another shard owns.
 pub struct RemoteRequest {

@@ -15,7 +15,7 @@ use std::ffi::OsString;
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use crate::conf::Property;
+use crate::config::conf::Property;
 use crate::config::BookieConfig;
 
 pub const PREFIX: &str = "BK_";

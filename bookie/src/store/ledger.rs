@@ -31,7 +31,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use net::{availability, ReadFlag, Response, StatusCode};
 
-use crate::record::JournalRecord;
+use crate::store::record::JournalRecord;
 
 /// Entry id meaning "the last stored entry" (BookKeeper's `LAST_ADD_CONFIRMED`).
 pub const LAST_ENTRY: i64 = -1;

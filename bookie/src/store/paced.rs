@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use storage::{AlignedBuf, Completion, IoError, Op, Storage, Wait};
 
-use crate::storage_wrap::forward_storage;
+use crate::store::storage_wrap::forward_storage;
 
 pub struct Paced<S> {
     inner: S,
