@@ -156,6 +156,79 @@ impl Response {
         }
     }
 
+    /// This reply as a failure: the same kind of reply, with its ids, `status` and no data.
+    /// For a reply prepared before the request failed (an add whose journal write failed);
+    /// from the request itself, [`crate::Request::error_response`] gives the same reply.
+    pub fn failed(&self, status: StatusCode) -> Response {
+        let mut failed = match self {
+            Response::ReadEntry {
+                ledger_id,
+                entry_id,
+                ..
+            } => Response::ReadEntry {
+                status,
+                ledger_id: *ledger_id,
+                entry_id: *entry_id,
+                body: None,
+                max_lac: None,
+                lac_update_timestamp: None,
+            },
+            Response::BatchReadEntry {
+                ledger_id,
+                start_entry_id,
+                request_id,
+                ..
+            } => Response::BatchReadEntry {
+                status,
+                ledger_id: *ledger_id,
+                start_entry_id: *start_entry_id,
+                request_id: *request_id,
+                entries: Vec::new(),
+            },
+            Response::ReadLac { ledger_id, .. } => Response::ReadLac {
+                status,
+                ledger_id: *ledger_id,
+                lac_body: None,
+                last_entry_body: None,
+            },
+            Response::GetBookieInfo { .. } => Response::GetBookieInfo {
+                status,
+                total_disk_capacity: None,
+                free_disk_space: None,
+            },
+            Response::GetListOfEntriesOfLedger { ledger_id, .. } => {
+                Response::GetListOfEntriesOfLedger {
+                    status,
+                    ledger_id: *ledger_id,
+                    availability: None,
+                }
+            }
+            Response::Auth { .. } | Response::StartTls { .. } => Response::Error {
+                operation: self.operation(),
+                status,
+            },
+            other => other.clone(),
+        };
+        failed.set_status(status);
+        failed
+    }
+
+    fn set_status(&mut self, to: StatusCode) {
+        match self {
+            Response::AddEntry { status, .. }
+            | Response::ReadEntry { status, .. }
+            | Response::BatchReadEntry { status, .. }
+            | Response::Auth { status, .. }
+            | Response::WriteLac { status, .. }
+            | Response::ReadLac { status, .. }
+            | Response::GetBookieInfo { status, .. }
+            | Response::StartTls { status }
+            | Response::ForceLedger { status, .. }
+            | Response::GetListOfEntriesOfLedger { status, .. }
+            | Response::Error { status, .. } => *status = to,
+        }
+    }
+
     /// The reply's status.
     pub fn status(&self) -> StatusCode {
         match *self {
@@ -181,4 +254,56 @@ pub struct ResponseFrame {
     pub header: ResponseHeader,
     /// What the reply says.
     pub response: Response,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_keeps_the_ids_and_drops_the_data() {
+        let read = Response::ReadEntry {
+            status: StatusCode::EOK,
+            ledger_id: 7,
+            entry_id: 3,
+            body: Some(Bytes::from_static(b"entry")),
+            max_lac: Some(2),
+            lac_update_timestamp: Some(1),
+        };
+        assert_eq!(
+            read.failed(StatusCode::EIO),
+            Response::ReadEntry {
+                status: StatusCode::EIO,
+                ledger_id: 7,
+                entry_id: 3,
+                body: None,
+                max_lac: None,
+                lac_update_timestamp: None,
+            }
+        );
+        let add = Response::AddEntry {
+            status: StatusCode::EOK,
+            ledger_id: 7,
+            entry_id: 4,
+        };
+        assert_eq!(add.failed(StatusCode::EIO).status(), StatusCode::EIO);
+        assert_eq!(
+            add.failed(StatusCode::EIO).operation(),
+            OperationType::AddEntry
+        );
+        let auth = Response::Auth {
+            status: StatusCode::EOK,
+            message: AuthMessage {
+                auth_plugin_name: Bytes::from_static(b"x"),
+                payload: Bytes::new(),
+            },
+        };
+        assert_eq!(
+            auth.failed(StatusCode::EUA),
+            Response::Error {
+                operation: OperationType::Auth,
+                status: StatusCode::EUA,
+            }
+        );
+    }
 }

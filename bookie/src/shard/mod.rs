@@ -8,7 +8,16 @@
 //! through the origin shard's reply queue (unbounded, but it only carries replies to requests
 //! the bounded queue admitted). A full queue is answered with ETOOMANYREQUESTS.
 
+mod cold_read;
+mod commit;
+mod flush;
+mod gauges;
+mod long_poll;
 pub mod mailbox;
+mod remote;
+
+pub use commit::EventFd;
+use long_poll::Watcher;
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -89,25 +98,6 @@ impl Responder {
     }
 }
 
-/// How a disk read reaches [`Shard::read_disk_via`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Via {
-    /// From a request.
-    Request,
-    /// Parked on a run that landed, which ended before `end` (`None`: it brought nothing). A
-    /// read of an entry the run held that still misses (a second read of an entry taken by
-    /// the first, or one evicted since) goes to a reader: parking it again on a new run of the
-    /// same entries would let a client that repeats its reads starve the others. Only a read
-    /// past the run may wait for the next one.
-    Run { end: Option<u64> },
-    /// Parked on a run that did not land in time.
-    Late,
-}
-
-/// How long a read waits in the shard for a read-ahead run (`run_waits`) before it goes to a
-/// reader by itself. A run is one device read; this only bounds a reader that never reports.
-const RUN_WAIT_DEADLINE: Duration = Duration::from_secs(2);
-
 /// Whether a request only reads (nothing changes if it is dropped unanswered).
 fn read_only_request(request: &Request) -> bool {
     match request {
@@ -163,14 +153,6 @@ struct Blocked {
     records: Vec<JournalRecord>,
     to: Responder,
     reply: Answer,
-}
-
-struct Watcher {
-    id: u64,
-    entry: i64,
-    previous_lac: i64,
-    flag: Option<ReadFlag>,
-    to: Responder,
 }
 
 /// Counters for logs and (later) metrics; read through `Debug` in the shutdown log.
@@ -365,29 +347,6 @@ impl Shard {
         Ok((shard, flush_done))
     }
 
-    /// The journal ring's eventfd (io_uring), or `None` (psync completes inside `submit`).
-    pub fn journal_eventfd(&self) -> Option<RawFd> {
-        self.journal.storage().eventfd()
-    }
-
-    /// For the journal driver: how long to sleep, at most `idle`, before the open group's
-    /// deadline; remembered so that `drive` wakes the driver when a group needs it sooner.
-    pub fn arm_journal_timer(&mut self, idle: Duration) -> Duration {
-        let now = self.now_us();
-        let at = self
-            .journal
-            .next_deadline_us()
-            .unwrap_or(u64::MAX)
-            .min(now.saturating_add(idle.as_micros() as u64));
-        self.journal_timer_at_us = at;
-        Duration::from_micros(at.saturating_sub(now))
-    }
-
-    /// What wakes the journal driver before its timer (`arm_journal_timer`).
-    pub fn journal_timer(&self) -> Rc<tokio::sync::Notify> {
-        self.journal_timer.clone()
-    }
-
     /// The shard's clock, shared with the journal (its group timings) and the metrics.
     fn now_us(&self) -> u64 {
         now_us()
@@ -474,32 +433,6 @@ impl Shard {
             };
             let reply = frame.request.error_response(StatusCode::ETOOMANYREQUESTS);
             self.respond(local(conn), reply);
-        }
-    }
-
-    /// A request from another shard about one of ours.
-    pub fn handle_remote(&mut self, request: RemoteRequest) {
-        self.m().stage(Stage::CrossShardQueue, request.since);
-        let to = Responder::Remote {
-            origin: request.origin,
-            conn_id: request.conn_id,
-            shared: request.conn,
-            header: request.frame.reply_header(),
-            op: op_of(&request.frame.request),
-            since: request.since,
-        };
-        self.handle(request.frame, to);
-    }
-
-    /// A reply from another shard for one of our connections.
-    pub fn deliver_remote_reply(&mut self, reply: RemoteReply) {
-        if reply.timing != 0 {
-            let (op, since) = crate::admin::metrics::unpack_timing(reply.timing);
-            self.record(op, since, &reply.frame.response);
-            self.m().stage(Stage::CacheMissRead, since);
-        }
-        if let Some(conn) = self.conns.get(&reply.conn_id).and_then(Weak::upgrade) {
-            conn.send_timed(reply.frame, reply.ready_at);
         }
     }
 
@@ -687,294 +620,6 @@ impl Shard {
         }
     }
 
-    /// Hands a cache miss to the shard's reader thread (bounded queue: full means busy).
-    fn read_disk(&mut self, read: DiskRead, to: Responder) {
-        self.read_disk_via(read, to, Via::Request);
-    }
-
-    /// As [`read_disk`](Self::read_disk), for a read that comes `via` a request, a run it was
-    /// parked on, or a run that never landed.
-    fn read_disk_via(&mut self, read: DiskRead, to: Responder, via: Via) {
-        // An entry read ahead by a reader: answered here, no hop to a reader thread. When it
-        // starts a sequential reader's run, the run after it is read ahead meanwhile. A miss
-        // that a run in flight will bring, or that continues the last run, waits here for
-        // the run (`run_waits`) instead of crossing to a reader.
-        if let (
-            &DiskRead::Entry {
-                ledger,
-                entry,
-                reply_entry_id,
-                max_lac,
-            },
-            Some(cache),
-        ) = (&read, &self.store.read_cache)
-        {
-            let (hit, next, follows) = {
-                let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
-                let (hit, next) = cache.take_and_trigger(ledger as u64, entry as u64);
-                let follows = hit.is_none() && cache.follows_run(ledger as u64, entry as u64);
-                (hit, next, follows)
-            };
-            if let Some(body) = hit {
-                if let Some(next) = next {
-                    self.ask_run(ledger, next);
-                }
-                if via != Via::Request {
-                    // It waited for the device: a cache-miss read as far as its latency goes.
-                    self.m().stage(Stage::CacheMissRead, to.since());
-                }
-                let reply = read_thread::entry_reply(ledger, reply_entry_id, max_lac, Some(body));
-                self.respond(to, reply);
-                return;
-            }
-            let may_park = entry >= 0
-                && match via {
-                    Via::Request => true,
-                    Via::Run { end } => end.is_some_and(|end| entry as u64 >= end),
-                    Via::Late => false,
-                };
-            if may_park {
-                let (l, e) = (ledger as u64, entry as u64);
-                let parked = match self.run_waits.park(l, e, (read, to)) {
-                    Ok(()) => Ok(()),
-                    Err(back) if follows && self.ask_run(ledger, e) => {
-                        self.run_waits.park(l, e, back)
-                    }
-                    Err(back) => Err(back),
-                };
-                match parked {
-                    Ok(()) => {
-                        self.m().read_ahead_waits.fetch_add(1, Ordering::Relaxed);
-                        return;
-                    }
-                    Err((read, to)) => return self.send_to_reader(read, to),
-                }
-            }
-        }
-        self.send_to_reader(read, to);
-    }
-
-    /// Queues `read` for the shard's readers (full: ETOOMANYREQUESTS).
-    fn send_to_reader(&mut self, read: DiskRead, to: Responder) {
-        let job = self.read_job(read, &to);
-        if let Err(err) = self.store.read_jobs.try_send(job) {
-            self.stats.rejected_busy += 1;
-            let job = match err {
-                crossbeam_channel::TrySendError::Full(j)
-                | crossbeam_channel::TrySendError::Disconnected(j) => j,
-            };
-            let reply = read_thread::error_reply(&job.read, StatusCode::ETOOMANYREQUESTS);
-            self.respond(to, reply);
-        }
-    }
-
-    /// Asks a reader for the run of `ledger` from `start` (into the read-ahead cache), unless
-    /// it is in flight already; true when it is in flight now. Best effort: a full queue means
-    /// the readers have real reads to do.
-    fn ask_run(&mut self, ledger: i64, start: u64) -> bool {
-        if self.run_waits.in_flight(ledger as u64, start) {
-            return true;
-        }
-        let job = ReadJob {
-            timing: 0,
-            view: self.store.view.clone(),
-            read: DiskRead::Prefetch {
-                ledger,
-                entry: start as i64,
-                report: true,
-            },
-            // The report goes to this shard, which parks the reads, whoever holds their
-            // connections; the run itself is for no connection.
-            origin: self.id,
-            conn_id: 0,
-            conn: self.no_conn.clone(),
-            header: ResponseHeader::V2 { version: 2 },
-        };
-        if self.store.read_jobs.try_send(job).is_err() {
-            return false;
-        }
-        self.run_waits.asked(ledger as u64, start, now_us());
-        true
-    }
-
-    /// A reader's report of a run asked by [`ask_run`](Self::ask_run): the reads parked on it
-    /// are answered from the read-ahead cache, or go on to a reader ([`Via::Run`]: only a read
-    /// past the run may wait again, for the next run).
-    pub fn run_landed(&mut self, landed: RunLanded) {
-        let reads = self
-            .run_waits
-            .landed(landed.ledger as u64, landed.start as u64);
-        let via = Via::Run {
-            end: (landed.entries > 0).then_some(landed.start as u64 + landed.entries as u64),
-        };
-        for (read, to) in reads {
-            self.read_disk_via(read, to, via);
-        }
-    }
-
-    /// Reads parked on a run that has not landed in `RUN_WAIT_DEADLINE` go to a reader.
-    fn expire_run_waits(&mut self) {
-        if self.run_waits.is_empty() {
-            return;
-        }
-        let deadline = now_us().saturating_sub(RUN_WAIT_DEADLINE.as_micros() as u64);
-        for (read, to) in self.run_waits.expired(deadline) {
-            self.read_disk_via(read, to, Via::Late);
-        }
-    }
-
-    /// A reader thread's job for `read`, replying to `to`'s connection.
-    fn read_job(&self, read: DiskRead, to: &Responder) -> ReadJob {
-        let (origin, conn_id, conn_state, header, timing) = match to {
-            Responder::Local {
-                conn,
-                header,
-                op,
-                since,
-            } => (
-                self.id,
-                conn.id,
-                conn.shared().clone(),
-                *header,
-                crate::admin::metrics::pack_timing(*op, *since),
-            ),
-            Responder::Remote {
-                origin,
-                conn_id,
-                shared,
-                header,
-                op,
-                since,
-            } => (
-                *origin,
-                *conn_id,
-                shared.clone(),
-                *header,
-                crate::admin::metrics::pack_timing(*op, *since),
-            ),
-        };
-        ReadJob {
-            timing,
-            view: self.store.view.clone(),
-            read,
-            origin,
-            conn_id,
-            conn: conn_state,
-            header,
-        }
-    }
-
-    /// Starts a flush of the write cache when it is half full or old enough.
-    fn maybe_flush(&mut self) {
-        if self.flushing || self.read_only {
-            return;
-        }
-        let cached = self.table.cached_bytes();
-        let due = cached >= self.flush_threshold_bytes
-            || (cached > 0 && self.last_flush.elapsed() >= self.flush_interval)
-            || self.table.has_pending_deletes()
-            || self.gc_request.is_some()
-            || (self.flush_requested && cached > 0);
-        if cached == 0 {
-            self.flush_requested = false;
-        }
-        if !due {
-            return;
-        }
-        let mark = self.journal.next_lsn().0;
-        let filled_in = self.last_flush.elapsed();
-        if let Some(batch) = self.table.freeze(mark) {
-            self.flushing = true;
-            self.flush_requested = false;
-            self.last_flush = Instant::now();
-            self.store.flush_rate.store(
-                flush_rate(cached, filled_in, self.flush_rate_ceiling),
-                std::sync::atomic::Ordering::Relaxed,
-            );
-            let mut sent = self.store.flush_jobs.send(FlushJob::Flush(batch)).is_ok();
-            if let Some(req) = self.gc_request.take() {
-                sent &= self.store.flush_jobs.send(FlushJob::Gc(req)).is_ok();
-            }
-            if !sent {
-                log::error!("shard {}: the flush thread is gone; read-only", self.id);
-                self.set_failed("the flush thread is gone");
-            }
-        }
-    }
-
-    /// Garbage collection found these ledgers deleted from the cluster: drop them here (the
-    /// next flush persists the tombstones). Returns how many this shard held.
-    pub fn delete_ledgers(&mut self, ids: &[i64]) -> usize {
-        let deleted = ids.iter().filter(|&&id| self.table.delete(id)).count();
-        if deleted > 0 {
-            log::info!("shard {}: gc: {deleted} deleted ledgers dropped", self.id);
-            self.metrics.shards[self.id]
-                .gc
-                .deleted_ledgers
-                .fetch_add(deleted as u64, std::sync::atomic::Ordering::Relaxed);
-        }
-        self.maybe_flush();
-        deleted
-    }
-
-    /// Asks for a garbage collection after the next flush.
-    /// Flushes the write cache as soon as no flush is running.
-    pub fn request_flush(&mut self) {
-        self.flush_requested = true;
-        self.maybe_flush();
-    }
-
-    pub fn request_gc(&mut self, req: GcRequest) {
-        self.gc_request = Some(self.gc_request.unwrap_or_default().merge(req));
-        self.maybe_flush();
-    }
-
-    /// A flush finished: its entries are served from ledger storage now, and the journal up to
-    /// its mark is no longer needed (checkpoint order: entry log, index, metadata, manifest with
-    /// the mark, all durable — then the journal is trimmed).
-    pub fn flush_done(&mut self, event: StoreEvent) {
-        match event {
-            StoreEvent::View(view) => self.store.view = view,
-            StoreEvent::Flushed { mark, view, stats } => {
-                self.flushing = false;
-                log::debug!("shard {}: flushed {stats:?}, mark {mark}", self.id);
-                self.store.view = view;
-                if let Some(entries) = self.table.flush_done() {
-                    let _ = self.store.flush_jobs.send(FlushJob::Dispose(entries));
-                }
-                self.unblocked.notify_waiters();
-                if let Err(err) = self.journal.trim(Lsn(mark)) {
-                    log::error!("shard {}: journal trim failed: {err}; read-only", self.id);
-                    self.set_failed("journal trim failed");
-                }
-                let trash = self.journal.take_trash();
-                self.store
-                    .reclaim
-                    .delete(trash.iter().map(|n| self.journal_dir.join(n)));
-            }
-            StoreEvent::Failed(err) => {
-                self.flushing = false;
-                log::error!("shard {}: {err}; the shard is read-only now", self.id);
-                self.set_failed("ledger storage failed");
-            }
-        }
-    }
-
-    fn append(&mut self, record: &JournalRecord) -> Result<Lsn, StatusCode> {
-        let mut header = [0u8; HEADER_MAX];
-        let (n, rest) = record.encode(&mut header);
-        let now = self.now_us();
-        match self.journal.append_parts(&[&header[..n], rest], now) {
-            Ok(lsn) => Ok(lsn),
-            Err(AppendError::Backpressure) => Err(StatusCode::ETOOMANYREQUESTS),
-            Err(AppendError::TooLarge { .. }) => Err(StatusCode::EBADREQ),
-            Err(AppendError::Stopped(_)) => {
-                self.set_failed("journal stopped");
-                Err(StatusCode::EIO)
-            }
-        }
-    }
-
     fn respond(&mut self, to: Responder, reply: Response) {
         match to {
             Responder::Local {
@@ -1015,74 +660,6 @@ impl Shard {
                     ready_at,
                 });
             }
-        }
-    }
-
-    /// Registers a long poll; the shard's timer task expires it.
-    fn watch(
-        &mut self,
-        ledger: i64,
-        entry: i64,
-        previous_lac: i64,
-        flag: Option<ReadFlag>,
-        timeout_ms: u64,
-        to: Responder,
-    ) {
-        let id = self.next_watch;
-        self.next_watch += 1;
-        self.watchers.entry(ledger).or_default().push(Watcher {
-            id,
-            entry,
-            previous_lac,
-            flag,
-            to,
-        });
-        let timeout = Duration::from_millis(timeout_ms);
-        let shard = SHARD.with(|s| s.borrow().clone());
-        if let Some(shard) = shard.and_then(|w| w.upgrade()) {
-            tokio::task::spawn_local(async move {
-                tokio::time::sleep(timeout).await;
-                shard.borrow_mut().expire_watcher(ledger, id);
-            });
-        }
-    }
-
-    fn expire_watcher(&mut self, ledger: i64, id: u64) {
-        let Some(list) = self.watchers.get_mut(&ledger) else {
-            return;
-        };
-        if let Some(i) = list.iter().position(|w| w.id == id) {
-            let w = list.swap_remove(i);
-            if list.is_empty() {
-                self.watchers.remove(&ledger);
-            }
-            let reply = self
-                .table
-                .long_poll_reply(ledger, w.entry, w.previous_lac, w.flag);
-            self.respond(w.to, reply);
-        }
-    }
-
-    /// Answers the long polls whose wait is over (the LAC passed, or the ledger was fenced).
-    fn wake_watchers(&mut self, ledger: i64) {
-        let Some(l) = self.table.get(ledger) else {
-            return;
-        };
-        let (lac, fenced) = (l.lac, l.fenced);
-        let Some(list) = self.watchers.remove(&ledger) else {
-            return;
-        };
-        let (ready, waiting): (Vec<Watcher>, Vec<Watcher>) = list
-            .into_iter()
-            .partition(|w| lac > w.previous_lac || fenced);
-        if !waiting.is_empty() {
-            self.watchers.insert(ledger, waiting);
-        }
-        for w in ready {
-            let reply = self
-                .table
-                .long_poll_reply(ledger, w.entry, w.previous_lac, w.flag);
-            self.respond(w.to, reply);
         }
     }
 
@@ -1156,179 +733,6 @@ impl Shard {
         }
     }
 
-    /// Records each episode of a full write cache (`Stage::WriteCacheFull`): its adds wait
-    /// in the sockets, before any per-add stage.
-    fn note_cache_full(&mut self) {
-        // A read-only shard flushes nothing more: it must not pace anyone's reads.
-        let permille = if self.read_only {
-            0
-        } else {
-            (self.table.fill() * 1000.0).min(u32::MAX as f64) as u32
-        };
-        self.peers[self.id]
-            .cache_fill_permille
-            .store(permille, Ordering::Relaxed);
-        match (self.table.is_full(), self.cache_full_since_us) {
-            (true, 0) => self.cache_full_since_us = now_us().max(1),
-            (false, since) if since != 0 => {
-                self.m().stage(Stage::WriteCacheFull, since);
-                self.cache_full_since_us = 0;
-            }
-            _ => {}
-        }
-    }
-
-    /// An add's journal time split into its group's steps: waiting for the group's write, the
-    /// write, the sync.
-    fn record_journal_steps(&mut self, appended_at: u64, lsn: Lsn) {
-        let Some(t) = self.journal.group_timing(lsn) else {
-            return;
-        };
-        let m = &self.metrics.shards[self.id];
-        let submitted = t.submitted_us.max(appended_at);
-        m.stage_between(Stage::JournalGroupWait, appended_at, submitted);
-        m.stage_between(Stage::JournalWrite, submitted, t.written_us);
-        m.stage_between(Stage::JournalFsync, t.written_us, t.synced_us);
-    }
-
-    /// Appends the records that waited for a journal buffer, in order, as far as buffers allow.
-    fn append_blocked(&mut self) {
-        let was_blocked = !self.blocked.is_empty();
-        while let Some(mut b) = self.blocked.pop_front() {
-            let mut failed = None;
-            let mut last = None;
-            while !b.records.is_empty() {
-                match self.append(&b.records[0]) {
-                    Ok(lsn) => {
-                        b.records.remove(0);
-                        last = Some(lsn);
-                    }
-                    Err(StatusCode::ETOOMANYREQUESTS) => break,
-                    Err(status) => {
-                        failed = Some(status);
-                        break;
-                    }
-                }
-            }
-            if let Some(status) = failed {
-                let reply = match b.reply {
-                    Answer::Disk(read) => read_thread::error_reply(&read, status),
-                    Answer::Now(r) => error_like(&r, status),
-                };
-                self.respond(b.to, reply);
-                continue;
-            }
-            if !b.records.is_empty() {
-                // Still no buffer: the rest (and everything behind it) waits.
-                self.blocked.push_front(b);
-                break;
-            }
-            let lsn = last.unwrap_or(Lsn(self.journal.next_lsn().0 - 1));
-            self.m().stage(Stage::JournalBlocked, b.at);
-            self.pending.push_back(Pending {
-                at: now_us(),
-                lsn,
-                to: b.to,
-                reply: b.reply,
-            });
-        }
-        if was_blocked && self.blocked.is_empty() {
-            self.unblocked.notify_waiters();
-        }
-    }
-
-    /// Whether the shard should stop reading new requests: journal buffers all busy, or the
-    /// write cache at its limit.
-    pub fn is_blocked(&self) -> bool {
-        !self.blocked.is_empty() || self.table.is_full()
-    }
-
-    /// Past three quarters of any shard's write cache, each connection pauses 1 ms before its
-    /// next read: the intake slows while the flush (a thread at a lower priority, which a busy
-    /// shard starves of CPU) catches up, instead of running into a full cache that stops every
-    /// connection until a whole flush completes (0.1-1 s in a closed loop, `write_cache_full`).
-    /// Any shard's: a connection's adds go to every shard's ledgers.
-    pub fn admission_delay(&self) -> Option<Duration> {
-        let fullest = self
-            .peers
-            .iter()
-            .map(|p| p.cache_fill_permille.load(Ordering::Relaxed))
-            .max()
-            .unwrap_or(0);
-        (fullest >= 750).then_some(Duration::from_millis(1))
-    }
-
-    /// Woken when [`Shard::is_blocked`] may have turned false.
-    pub fn unblocked(&self) -> Rc<tokio::sync::Notify> {
-        self.unblocked.clone()
-    }
-
-    /// Counters, with the current ledger count and write-cache size.
-    pub fn stats(&self) -> ShardStats {
-        ShardStats {
-            ledgers: self.table.len(),
-            write_cache_bytes: self.table.cached_bytes() + self.table.frozen_bytes(),
-            ..self.stats.clone()
-        }
-    }
-
-    /// This shard's metrics block.
-    #[inline]
-    fn m(&self) -> &ShardMetrics {
-        &self.metrics.shards[self.id]
-    }
-
-    /// Records an answered request (latency by kind and outcome, bytes read).
-    fn record(&self, op: Op, since: u64, reply: &Response) {
-        let status = reply.status();
-        let m = self.m();
-        m.finished(
-            op,
-            since,
-            status == StatusCode::EOK,
-            status == StatusCode::ETOOMANYREQUESTS,
-        );
-        if let Response::ReadEntry {
-            body: Some(body), ..
-        } = reply
-        {
-            m.read_bytes
-                .fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
-
-    /// Gauges and journal counters for the metrics (plain stores, no lock).
-    fn publish_gauges(&self) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.store
-            .cache_pressure
-            .store(self.table.under_pressure(), Relaxed);
-        let m = self.m();
-        let j = self.journal.stats();
-        m.journal_queue
-            .store((self.pending.len() + self.blocked.len()) as i64, Relaxed);
-        m.write_cache_bytes.store(
-            (self.table.cached_bytes() + self.table.frozen_bytes()) as i64,
-            Relaxed,
-        );
-        m.ledgers.store(self.table.len() as i64, Relaxed);
-        m.read_ahead_parked
-            .store(self.run_waits.parked() as i64, Relaxed);
-        m.journal_records.store(j.records, Relaxed);
-        m.journal_groups.store(j.groups, Relaxed);
-        m.journal_syncs.store(j.syncs, Relaxed);
-        m.journal_bytes.store(j.bytes_written, Relaxed);
-        m.journal_flush_max_wait.store(j.flushes_max_wait, Relaxed);
-        m.journal_refused_no_buffer
-            .store(j.refused_no_buffer, Relaxed);
-        m.journal_refused_no_segment
-            .store(j.refused_no_segment, Relaxed);
-        m.journal_flush_bytes.store(j.flushes_bytes, Relaxed);
-        m.journal_flush_entries.store(j.flushes_records, Relaxed);
-        m.journal_flush_queue_empty
-            .store(j.flushes_queue_empty, Relaxed);
-    }
-
     /// The shard's journal or ledger storage failed: no more writes here, and the bookie is
     /// read-only until restarted.
     fn set_failed(&mut self, why: &str) {
@@ -1340,15 +744,6 @@ impl Shard {
     /// The ids of the ledgers this shard holds (HTTP list_ledgers).
     pub fn ledger_ids(&self) -> Vec<i64> {
         self.table.ids().collect()
-    }
-
-    /// Closes the open group, waits until everything appended is durable and seals the
-    /// journal's active segment (shutdown: the next start has nothing to repair).
-    pub fn flush(&mut self) {
-        if let Err(err) = self.journal.close() {
-            log::error!("shard {}: final journal flush failed: {err}", self.id);
-        }
-        self.drive();
     }
 }
 
@@ -1409,101 +804,5 @@ fn bookie_info(dirs: &[PathBuf], requested: i64) -> Response {
         status: StatusCode::EOK,
         total_disk_capacity: (requested & TOTAL_DISK_CAPACITY != 0).then_some(total),
         free_disk_space: (requested & FREE_DISK_SPACE != 0).then_some(free),
-    }
-}
-
-/// The journal ring's eventfd, for `AsyncFd`.
-pub struct EventFd(pub RawFd);
-
-impl AsRawFd for EventFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
-}
-
-impl EventFd {
-    /// Reads (resets) the counter; EAGAIN when nothing was signalled.
-    pub fn drain(&self) {
-        let mut value = 0u64;
-        // SAFETY: reads 8 bytes into a u64 from a non-blocking eventfd.
-        unsafe {
-            libc::read(self.0, (&mut value as *mut u64).cast(), 8);
-        }
-    }
-}
-
-/// `reply` turned into the same kind of reply with `status` (and no data).
-fn error_like(reply: &Response, status: StatusCode) -> Response {
-    match *reply {
-        Response::AddEntry {
-            ledger_id,
-            entry_id,
-            ..
-        } => Response::AddEntry {
-            status,
-            ledger_id,
-            entry_id,
-        },
-        Response::ReadEntry {
-            ledger_id,
-            entry_id,
-            ..
-        } => Response::ReadEntry {
-            status,
-            ledger_id,
-            entry_id,
-            body: None,
-            max_lac: None,
-            lac_update_timestamp: None,
-        },
-        Response::WriteLac { ledger_id, .. } => Response::WriteLac { status, ledger_id },
-        ref other => Response::Error {
-            operation: other.operation(),
-            status,
-        },
-    }
-}
-
-/// The slowest pace a paced flush is given, bytes per second.
-const FLUSH_RATE_FLOOR: u64 = 16 << 20;
-
-/// The pace for a flush of `bytes` that came in over `filled_in`: twice their arrival rate, so
-/// the flush takes about half as long as the filling did, never below [`FLUSH_RATE_FLOOR`] or
-/// above `ceiling` (0: unpaced).
-fn flush_rate(bytes: usize, filled_in: Duration, ceiling: u64) -> u64 {
-    if ceiling == 0 {
-        return 0;
-    }
-    let secs = filled_in.as_secs_f64().max(1e-3);
-    let wanted = (2.0 * bytes as f64 / secs) as u64;
-    wanted.clamp(FLUSH_RATE_FLOOR.min(ceiling), ceiling)
-}
-
-#[cfg(test)]
-mod flush_rate_tests {
-    use super::*;
-
-    #[test]
-    fn twice_the_arrival_rate_within_bounds() {
-        let mib = 1u64 << 20;
-        // 128 MiB in 5.5 s: ~46.5 MiB/s.
-        let r = flush_rate(128 << 20, Duration::from_millis(5500), 384 * mib);
-        assert!((46 * mib..48 * mib).contains(&r), "{}", r / mib);
-        // A trickle flushed by the interval: the floor.
-        assert_eq!(
-            flush_rate(1 << 20, Duration::from_secs(60), 384 * mib),
-            16 * mib
-        );
-        // A burst filled in 100 ms: the ceiling.
-        assert_eq!(
-            flush_rate(128 << 20, Duration::from_millis(100), 384 * mib),
-            384 * mib
-        );
-        // A ceiling below the floor wins; 0 stays unpaced.
-        assert_eq!(
-            flush_rate(1 << 20, Duration::from_secs(60), 8 * mib),
-            8 * mib
-        );
-        assert_eq!(flush_rate(128 << 20, Duration::from_secs(1), 0), 0);
     }
 }

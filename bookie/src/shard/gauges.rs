@@ -1,0 +1,71 @@
+//! What a shard tells the metrics: per-request latencies and the shard's gauges.
+
+use super::*;
+
+impl Shard {
+    /// Counters, with the current ledger count and write-cache size.
+    pub fn stats(&self) -> ShardStats {
+        ShardStats {
+            ledgers: self.table.len(),
+            write_cache_bytes: self.table.cached_bytes() + self.table.frozen_bytes(),
+            ..self.stats.clone()
+        }
+    }
+
+    /// This shard's metrics block.
+    #[inline]
+    pub(super) fn m(&self) -> &ShardMetrics {
+        &self.metrics.shards[self.id]
+    }
+
+    /// Records an answered request (latency by kind and outcome, bytes read).
+    pub(super) fn record(&self, op: Op, since: u64, reply: &Response) {
+        let status = reply.status();
+        let m = self.m();
+        m.finished(
+            op,
+            since,
+            status == StatusCode::EOK,
+            status == StatusCode::ETOOMANYREQUESTS,
+        );
+        if let Response::ReadEntry {
+            body: Some(body), ..
+        } = reply
+        {
+            m.read_bytes
+                .fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// Gauges and journal counters for the metrics (plain stores, no lock).
+    pub(super) fn publish_gauges(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.store
+            .cache_pressure
+            .store(self.table.under_pressure(), Relaxed);
+        let m = self.m();
+        let j = self.journal.stats();
+        m.journal_queue
+            .store((self.pending.len() + self.blocked.len()) as i64, Relaxed);
+        m.write_cache_bytes.store(
+            (self.table.cached_bytes() + self.table.frozen_bytes()) as i64,
+            Relaxed,
+        );
+        m.ledgers.store(self.table.len() as i64, Relaxed);
+        m.read_ahead_parked
+            .store(self.run_waits.parked() as i64, Relaxed);
+        m.journal_records.store(j.records, Relaxed);
+        m.journal_groups.store(j.groups, Relaxed);
+        m.journal_syncs.store(j.syncs, Relaxed);
+        m.journal_bytes.store(j.bytes_written, Relaxed);
+        m.journal_flush_max_wait.store(j.flushes_max_wait, Relaxed);
+        m.journal_refused_no_buffer
+            .store(j.refused_no_buffer, Relaxed);
+        m.journal_refused_no_segment
+            .store(j.refused_no_segment, Relaxed);
+        m.journal_flush_bytes.store(j.flushes_bytes, Relaxed);
+        m.journal_flush_entries.store(j.flushes_records, Relaxed);
+        m.journal_flush_queue_empty
+            .store(j.flushes_queue_empty, Relaxed);
+    }
+}
