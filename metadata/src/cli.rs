@@ -1,102 +1,129 @@
 //! Command-line tools over the cluster metadata, for tests and operators; the bookie binary can
-//! forward `bookie initnewcluster|metaformat|listbookies|listledgers ...` to [`run`].
+//! forward `bookie initnewcluster|metaformat|listbookies ...` to [`run`].
 //!
 //! ```text
 //! bk-metadata [--uri zk+hierarchical://127.0.0.1:2181/ledgers | --zk HOSTS [--root /ledgers]]
+//!             [--timeout-ms N]
 //!             initnewcluster | metaformat | listbookies | listledgers
 //!             | createledgers ID... | deleteledgers ID...
 //! ```
+//!
+//! The arguments are parsed with clap; the options may also follow the command. One of `--uri`
+//! and `--zk` is required (`--uri` wins when both are given; `--root` only goes with `--zk`), and
+//! ledger ids are decimal and at most `i64::MAX`. A bad command line exits 2 with the error and
+//! the usage on stderr; `-h`/`--help` prints the help on stdout and exits 0.
 //!
 //! `createledgers` writes placeholder metadata znodes (an empty body: enough for garbage
 //! collection, which only looks at which ids exist) for tests and benchmarks whose ledgers were
 //! written without a client's metadata; `deleteledgers` removes ledger znodes as a client's
 //! `deleteLedger` does, leaving the bookies to collect the data.
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser, Subcommand};
+
 use crate::cluster;
-use crate::config::{parse_metadata_uri, MetadataConfig};
+use crate::config::{parse_metadata_uri, MetadataConfig, MetadataUri, DEFAULT_LEDGERS_ROOT};
 use crate::error::{MetaError, Result};
 use crate::ledgers;
 use crate::zk;
 
-const USAGE: &str = "usage: bk-metadata [--uri METADATA_SERVICE_URI | --zk HOSTS [--root PATH]] \
-                     [--timeout-ms N] initnewcluster|metaformat|listbookies|listledgers|\
-                     createledgers ID...|deleteledgers ID...";
+/// Cluster metadata tools over ZooKeeper.
+#[derive(Parser, Debug)]
+#[command(
+    name = "bk-metadata",
+    override_usage = "bk-metadata [--uri METADATA_SERVICE_URI | --zk HOSTS [--root PATH]] \
+                      [--timeout-ms N] <COMMAND>",
+    disable_help_subcommand = true,
+    args_override_self = true
+)]
+struct Cli {
+    /// The metadata service URI, e.g. zk+hierarchical://127.0.0.1:2181/ledgers.
+    #[arg(long, value_name = "METADATA_SERVICE_URI", global = true, value_parser = parse_uri)]
+    uri: Option<MetadataUri>,
+    /// The ZooKeeper connect string (h1:p1,h2:p2), when there is no --uri.
+    #[arg(long, value_name = "HOSTS", global = true)]
+    zk: Option<String>,
+    /// The ledgers root znode, with --zk.
+    #[arg(long, value_name = "PATH", global = true, default_value = DEFAULT_LEDGERS_ROOT)]
+    root: String,
+    /// The ZooKeeper session timeout in milliseconds.
+    #[arg(long, value_name = "N", global = true)]
+    timeout_ms: Option<u64>,
+    #[command(subcommand)]
+    command: Cmd,
+}
 
-fn parse(args: &[String]) -> Result<(MetadataConfig, String, Vec<u64>)> {
-    let mut uri = None;
-    let mut servers = None;
-    let mut root = "/ledgers".to_string();
-    let mut timeout_ms = None;
-    let mut cmd = None;
-    let mut ids = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut val = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| MetaError::Config(format!("{name} needs a value")))
-        };
-        match a.as_str() {
-            "--uri" => uri = Some(val("--uri")?),
-            "--zk" => servers = Some(val("--zk")?),
-            "--root" => root = val("--root")?,
-            "--timeout-ms" => {
-                let v = val("--timeout-ms")?;
-                timeout_ms = Some(
-                    v.parse::<u64>()
-                        .map_err(|_| MetaError::Config(format!("bad --timeout-ms {v}")))?,
-                );
-            }
-            "-h" | "--help" => return Err(MetaError::Config(USAGE.into())),
-            c if !c.starts_with('-') && cmd.is_none() => cmd = Some(c.to_string()),
-            c if cmd.is_some() && c.bytes().all(|b| b.is_ascii_digit()) && !c.is_empty() => {
-                ids.push(
-                    c.parse::<u64>()
-                        .ok()
-                        .filter(|&id| id <= i64::MAX as u64)
-                        .ok_or_else(|| MetaError::Config(format!("bad ledger id {c}")))?,
-                );
-            }
-            other => {
-                return Err(MetaError::Config(format!(
-                    "unexpected argument {other:?}\n{USAGE}"
-                )))
-            }
-        }
-    }
-    let mut cfg = match (uri, servers) {
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
+enum Cmd {
+    /// Create the cluster metadata (<root>, INSTANCEID, LAYOUT, ...).
+    Initnewcluster,
+    /// Wipe and re-create the cluster metadata (a new INSTANCEID).
+    Metaformat,
+    /// List the registered bookies (writable and read-only).
+    Listbookies,
+    /// List the ledger ids that have metadata.
+    Listledgers,
+    /// Create placeholder metadata znodes for these ledger ids.
+    Createledgers {
+        #[arg(value_name = "ID", value_parser = parse_ledger_id)]
+        ids: Vec<u64>,
+    },
+    /// Delete the metadata znodes of these ledger ids.
+    Deleteledgers {
+        #[arg(value_name = "ID", value_parser = parse_ledger_id)]
+        ids: Vec<u64>,
+    },
+}
+
+fn parse_uri(s: &str) -> std::result::Result<MetadataUri, String> {
+    parse_metadata_uri(s).map_err(|e| e.to_string())
+}
+
+/// A ledger id: decimal digits only, at most `i64::MAX` (ledger ids are Java longs).
+fn parse_ledger_id(s: &str) -> std::result::Result<u64, String> {
+    Some(s)
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|&id| id <= i64::MAX as u64)
+        .ok_or_else(|| format!("bad ledger id {s} (a decimal number at most {})", i64::MAX))
+}
+
+/// Parses `args` (without the program name) into the metadata configuration and the command.
+fn parse(args: &[String]) -> std::result::Result<(MetadataConfig, Cmd), clap::Error> {
+    let cli =
+        Cli::try_parse_from(std::iter::once("bk-metadata").chain(args.iter().map(|a| a.as_str())))?;
+    let mut cfg = match (cli.uri, cli.zk) {
         (Some(u), _) => {
-            let u = parse_metadata_uri(&u)?;
             let mut c = MetadataConfig::for_cluster(&u.zk_servers, &u.ledgers_root);
             c.layout = u.layout;
             c
         }
-        (None, Some(s)) => MetadataConfig::for_cluster(&s, &root),
+        (None, Some(s)) => MetadataConfig::for_cluster(&s, &cli.root),
         (None, None) => {
-            return Err(MetaError::Config(format!(
-                "--uri or --zk is required\n{USAGE}"
-            )))
+            return Err(Cli::command().error(
+                ErrorKind::MissingRequiredArgument,
+                "--uri or --zk is required",
+            ))
         }
     };
-    if let Some(t) = timeout_ms {
+    if let Some(t) = cli.timeout_ms {
         cfg.session_timeout = std::time::Duration::from_millis(t);
     }
-    let cmd = cmd.ok_or_else(|| MetaError::Config(USAGE.into()))?;
-    Ok((cfg, cmd, ids))
+    Ok((cfg, cli.command))
 }
 
-async fn exec(cfg: &MetadataConfig, cmd: &str, ids: &[u64]) -> Result<()> {
+async fn exec(cfg: &MetadataConfig, cmd: &Cmd) -> Result<()> {
     let zk = zk::connect(cfg).await?;
     match cmd {
-        "initnewcluster" => {
+        Cmd::Initnewcluster => {
             let id = cluster::init_new_cluster(&zk, cfg).await?;
             println!("initialised {} with INSTANCEID {id}", cfg.ledgers_root);
         }
-        "metaformat" => {
+        Cmd::Metaformat => {
             let id = cluster::metaformat(&zk, cfg).await?;
             println!("formatted {} with new INSTANCEID {id}", cfg.ledgers_root);
         }
-        "listbookies" => {
+        Cmd::Listbookies => {
             let l = cluster::list_bookies(&zk, cfg).await?;
             println!("ReadWrite Bookies :");
             for b in &l.writable {
@@ -107,12 +134,12 @@ async fn exec(cfg: &MetadataConfig, cmd: &str, ids: &[u64]) -> Result<()> {
                 println!("{b}");
             }
         }
-        "listledgers" => {
+        Cmd::Listledgers => {
             for id in ledgers::live_ledgers(&zk, cfg, None).await? {
                 println!("{id}");
             }
         }
-        "createledgers" => {
+        Cmd::Createledgers { ids } => {
             let layout = cluster::ensure_layout(&zk, cfg).await?;
             for &id in ids {
                 let path = cfg.path(ledgers::ledger_path(layout, id).trim_start_matches('/'));
@@ -127,7 +154,7 @@ async fn exec(cfg: &MetadataConfig, cmd: &str, ids: &[u64]) -> Result<()> {
                 println!("created {path}");
             }
         }
-        "deleteledgers" => {
+        Cmd::Deleteledgers { ids } => {
             let layout = cluster::read_layout(&zk, cfg).await?.ok_or_else(|| {
                 MetaError::Layout(format!("{}/LAYOUT is missing", cfg.ledgers_root))
             })?;
@@ -138,11 +165,6 @@ async fn exec(cfg: &MetadataConfig, cmd: &str, ids: &[u64]) -> Result<()> {
                     .map_err(|e| MetaError::zk(format!("delete {path}"), e))?;
                 println!("deleted {path}");
             }
-        }
-        other => {
-            return Err(MetaError::Config(format!(
-                "unknown command {other:?}\n{USAGE}"
-            )))
         }
     }
     Ok(())
@@ -165,18 +187,223 @@ pub fn run(args: &[String]) -> i32 {
 
 /// [`run`] for callers already on a tokio runtime.
 pub async fn run_async(args: &[String]) -> i32 {
-    let (cfg, cmd, ids) = match parse(args) {
+    let (cfg, cmd) = match parse(args) {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("{e}");
-            return 2;
+            // The help on stdout with 0; a usage error on stderr with 2.
+            let _ = e.print();
+            return e.exit_code();
         }
     };
-    match exec(&cfg, &cmd, &ids).await {
+    match exec(&cfg, &cmd).await {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("{e}");
             e.exit_code()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::UriLayout;
+    use std::time::Duration;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn ok(s: &str) -> (MetadataConfig, Cmd) {
+        parse(&argv(s)).unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    }
+
+    fn err(s: &str) -> clap::Error {
+        match parse(&argv(s)) {
+            Ok(v) => panic!("{s:?} parsed as {v:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn zk_with_default_and_given_root() {
+        let (c, cmd) = ok("--zk 127.0.0.1:2181 initnewcluster");
+        assert_eq!(cmd, Cmd::Initnewcluster);
+        assert_eq!(c.zk_servers, "127.0.0.1:2181");
+        assert_eq!(c.ledgers_root, "/ledgers");
+        assert_eq!(c.layout, UriLayout::FromZk);
+        assert_eq!(c.session_timeout, Duration::from_millis(10_000));
+
+        let (c, cmd) = ok("--zk h1:1,h2:2 --root /other/ --timeout-ms 2500 metaformat");
+        assert_eq!(cmd, Cmd::Metaformat);
+        assert_eq!(c.zk_servers, "h1:1,h2:2");
+        assert_eq!(c.ledgers_root, "/other");
+        assert_eq!(c.session_timeout, Duration::from_millis(2500));
+    }
+
+    #[test]
+    fn uri_wins_over_zk_and_root() {
+        let (c, cmd) = ok(
+            "--zk ignored:1 --root /ignored --uri zk+hierarchical://a:1;b:2/my/ledgers listbookies",
+        );
+        assert_eq!(cmd, Cmd::Listbookies);
+        assert_eq!(c.zk_servers, "a:1,b:2");
+        assert_eq!(c.ledgers_root, "/my/ledgers");
+        assert_eq!(c.layout, UriLayout::Hierarchical);
+    }
+
+    #[test]
+    fn the_argv_the_bookie_forwards() {
+        // bookie/src/main.rs `meta_command`: no program name, options first, then the command.
+        for cmd in ["initnewcluster", "metaformat", "listbookies"] {
+            let (c, _) = ok(&format!(
+                "--uri zk://z:2181/ledgers --timeout-ms 30000 {cmd}"
+            ));
+            assert_eq!(c.session_timeout, Duration::from_millis(30_000));
+            let (c, _) = ok(&format!("--zk z:2181 --root /bk --timeout-ms 10000 {cmd}"));
+            assert_eq!(c.ledgers_root, "/bk");
+        }
+    }
+
+    #[test]
+    fn commands_and_ids() {
+        assert_eq!(ok("--zk z listledgers").1, Cmd::Listledgers);
+        assert_eq!(
+            ok("--zk z createledgers 1 2 9223372036854775807").1,
+            Cmd::Createledgers {
+                ids: vec![1, 2, i64::MAX as u64]
+            }
+        );
+        assert_eq!(
+            ok("--zk z deleteledgers 0 42").1,
+            Cmd::Deleteledgers { ids: vec![0, 42] }
+        );
+        // no ids is allowed (nothing to do), as before
+        assert_eq!(
+            ok("--zk z createledgers").1,
+            Cmd::Createledgers { ids: vec![] }
+        );
+    }
+
+    #[test]
+    fn options_after_the_command_and_repeated() {
+        let (c, cmd) = ok("createledgers 7 --zk z --root /r 8 --timeout-ms 5");
+        assert_eq!(cmd, Cmd::Createledgers { ids: vec![7, 8] });
+        assert_eq!(
+            (c.zk_servers.as_str(), c.ledgers_root.as_str()),
+            ("z", "/r")
+        );
+        assert_eq!(c.session_timeout, Duration::from_millis(5));
+        // the last one wins
+        let (c, _) = ok("--zk a --zk b listledgers");
+        assert_eq!(c.zk_servers, "b");
+    }
+
+    #[test]
+    fn missing_uri_and_zk() {
+        let e = err("initnewcluster");
+        assert_eq!(e.kind(), ErrorKind::MissingRequiredArgument);
+        assert!(e.to_string().contains("--uri or --zk is required"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let e = err("--root /ledgers --timeout-ms 5 listbookies");
+        assert!(e.to_string().contains("--uri or --zk is required"), "{e}");
+    }
+
+    #[test]
+    fn missing_or_unknown_command() {
+        assert_eq!(err("--zk z").exit_code(), 2);
+        assert_eq!(err("").exit_code(), 2);
+        let e = err("--zk z frobnicate");
+        assert_eq!(e.kind(), ErrorKind::InvalidSubcommand);
+        assert!(e.to_string().contains("frobnicate"), "{e}");
+        // `help` is not a command
+        assert_eq!(err("--zk z help").kind(), ErrorKind::InvalidSubcommand);
+    }
+
+    #[test]
+    fn bad_ledger_ids() {
+        for bad in [
+            "x",
+            "+5",
+            "1.0",
+            "0x10",
+            "9223372036854775808",
+            "18446744073709551616",
+        ] {
+            let e = err(&format!("--zk z createledgers 1 {bad}"));
+            assert_eq!(e.kind(), ErrorKind::ValueValidation, "{bad}");
+            assert!(
+                e.to_string().contains(&format!("bad ledger id {bad}")),
+                "{e}"
+            );
+            assert_eq!(e.exit_code(), 2);
+        }
+        assert_eq!(
+            err("--zk z deleteledgers nope").kind(),
+            ErrorKind::ValueValidation
+        );
+        // a negative id reads as an unknown option
+        assert_eq!(
+            err("--zk z deleteledgers -1").kind(),
+            ErrorKind::UnknownArgument
+        );
+    }
+
+    #[test]
+    fn unknown_arguments_and_bad_values() {
+        let e = err("--zk z --bogus listledgers");
+        assert_eq!(e.kind(), ErrorKind::UnknownArgument);
+        assert!(e.to_string().contains("--bogus"), "{e}");
+        // ids only go with createledgers/deleteledgers
+        assert_eq!(
+            err("--zk z listledgers 5").kind(),
+            ErrorKind::UnknownArgument
+        );
+        assert_eq!(
+            err("--zk z initnewcluster extra").kind(),
+            ErrorKind::UnknownArgument
+        );
+        assert_eq!(err("--zk").kind(), ErrorKind::InvalidValue);
+        assert_eq!(
+            err("--zk z --timeout-ms soon listledgers").kind(),
+            ErrorKind::ValueValidation
+        );
+        let e = err("--uri http://z:2181/ledgers listledgers");
+        assert_eq!(e.kind(), ErrorKind::ValueValidation);
+        assert!(e.to_string().contains("scheme must be zk"), "{e}");
+    }
+
+    #[test]
+    fn help_exits_zero() {
+        for h in ["--help", "-h", "--zk z -h", "createledgers --help"] {
+            let e = err(h);
+            assert_eq!(e.kind(), ErrorKind::DisplayHelp, "{h}");
+            assert_eq!(e.exit_code(), 0, "{h}");
+            assert!(e.to_string().contains("Usage: bk-metadata"), "{e}");
+        }
+        let help = err("--help").to_string();
+        for word in [
+            "--uri <METADATA_SERVICE_URI>",
+            "--zk <HOSTS>",
+            "--root <PATH>",
+            "--timeout-ms <N>",
+            "initnewcluster",
+            "deleteledgers",
+        ] {
+            assert!(help.contains(word), "{word} not in {help}");
+        }
+    }
+
+    #[test]
+    fn run_exit_codes_without_zookeeper() {
+        // parse errors and help return before any connection is attempted
+        assert_eq!(run(&argv("listledgers")), 2);
+        assert_eq!(run(&argv("--zk z createledgers bad")), 2);
+        assert_eq!(run(&argv("--help")), 0);
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
     }
 }

@@ -266,39 +266,27 @@ pub struct ThreadTime {
     pub wait_s: f64,
 }
 
-/// This process's threads, summed per name, from `/proc/self/task/*/schedstat`.
-pub fn own_threads() -> Vec<ThreadTime> {
-    let mut out: Vec<ThreadTime> = Vec::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for task in tasks.flatten() {
-        let dir = task.path();
-        let (Ok(stat), Ok(comm)) = (
-            std::fs::read_to_string(dir.join("schedstat")),
-            std::fs::read_to_string(dir.join("comm")),
-        ) else {
-            continue;
-        };
-        let mut f = stat.split_whitespace().map(|v| v.parse::<u64>().ok());
-        let (Some(Some(cpu)), Some(Some(wait))) = (f.next(), f.next()) else {
-            continue;
-        };
-        add_thread(&mut out, comm.trim(), cpu as f64 / 1e9, wait as f64 / 1e9);
+impl From<procstat::ThreadSched> for ThreadTime {
+    fn from(t: procstat::ThreadSched) -> ThreadTime {
+        ThreadTime {
+            name: t.name,
+            cpu_s: t.cpu_ns as f64 / 1e9,
+            wait_s: t.wait_ns as f64 / 1e9,
+        }
     }
-    out
 }
 
-/// The calling thread's scheduler time (`/proc/thread-self`).
+/// This process's threads, summed per name (`procstat`).
+pub fn own_threads() -> Vec<ThreadTime> {
+    procstat::threads()
+        .into_iter()
+        .map(ThreadTime::from)
+        .collect()
+}
+
+/// The calling thread's scheduler time (`procstat`).
 pub fn this_thread() -> Option<ThreadTime> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    let comm = std::fs::read_to_string("/proc/thread-self/comm").ok()?;
-    let mut f = stat.split_whitespace().map(|v| v.parse::<u64>().ok());
-    Some(ThreadTime {
-        name: comm.trim().to_string(),
-        cpu_s: f.next()?? as f64 / 1e9,
-        wait_s: f.next()?? as f64 / 1e9,
-    })
+    procstat::this_thread().map(ThreadTime::from)
 }
 
 fn add_thread(out: &mut Vec<ThreadTime>, name: &str, cpu_s: f64, wait_s: f64) {

@@ -627,7 +627,7 @@ impl Metrics {
             );
         }
         gauge(o, "bookie_rs_read_only_reasons", "", state.reasons() as f64);
-        render_thread_schedstats(o, &thread_schedstats());
+        render_thread_schedstats(o, &procstat::threads());
         let name = "bookie_rs_stage_latency_ms";
         let _ = writeln!(o, "# TYPE {name} histogram");
         for (i, stage) in STAGE_NAMES.iter().enumerate() {
@@ -662,59 +662,8 @@ impl Metrics {
     }
 }
 
-/// One thread's scheduler statistics (`/proc/self/task/<tid>/schedstat`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ThreadSched {
-    pub name: String,
-    /// Time spent on a CPU.
-    pub cpu_ns: u64,
-    /// Time runnable but waiting on a run queue.
-    pub wait_ns: u64,
-}
-
-/// The scheduler statistics of this process's threads, summed per thread name (threads that
-/// exited are gone, and with them their share). Empty where /proc has no schedstat.
-pub fn thread_schedstats() -> Vec<ThreadSched> {
-    let mut out: Vec<ThreadSched> = Vec::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for task in tasks.flatten() {
-        let dir = task.path();
-        let (Ok(stat), Ok(comm)) = (
-            std::fs::read_to_string(dir.join("schedstat")),
-            std::fs::read_to_string(dir.join("comm")),
-        ) else {
-            continue;
-        };
-        let Some((cpu_ns, wait_ns)) = parse_schedstat(&stat) else {
-            continue;
-        };
-        let name = comm.trim().to_string();
-        match out.iter_mut().find(|t| t.name == name) {
-            Some(t) => {
-                t.cpu_ns += cpu_ns;
-                t.wait_ns += wait_ns;
-            }
-            None => out.push(ThreadSched {
-                name,
-                cpu_ns,
-                wait_ns,
-            }),
-        }
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
-}
-
-/// `schedstat`'s first two fields: ns on a CPU, ns waiting on a run queue.
-fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
-    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
-    Some((fields.next()??, fields.next()??))
-}
-
-fn render_thread_schedstats(o: &mut String, threads: &[ThreadSched]) {
-    type Pick = fn(&ThreadSched) -> u64;
+fn render_thread_schedstats(o: &mut String, threads: &[procstat::ThreadSched]) {
+    type Pick = fn(&procstat::ThreadSched) -> u64;
     let series: [(&str, Pick); 2] = [
         ("bookie_rs_thread_cpu_seconds_total", |t| t.cpu_ns),
         ("bookie_rs_thread_runqueue_wait_seconds_total", |t| {
@@ -821,16 +770,10 @@ mod tests {
     }
 
     #[test]
-    fn schedstat_fields_and_own_threads() {
-        assert_eq!(
-            parse_schedstat("92453144 272054504 126\n"),
-            Some((92453144, 272054504))
-        );
-        assert_eq!(parse_schedstat("12"), None);
-        assert_eq!(parse_schedstat("x 1 2"), None);
+    fn own_threads_rendered() {
         let named = std::thread::Builder::new()
             .name("sched-probe".into())
-            .spawn(thread_schedstats)
+            .spawn(procstat::threads)
             .expect("spawn")
             .join()
             .expect("join");
@@ -838,7 +781,7 @@ mod tests {
         let mut text = String::new();
         render_thread_schedstats(
             &mut text,
-            &[ThreadSched {
+            &[procstat::ThreadSched {
                 name: "shard-0".into(),
                 cpu_ns: 1_500_000_000,
                 wait_ns: 250_000_000,
