@@ -3,13 +3,13 @@
 //! - `bookie` with no arguments: a standalone bookie on 127.0.0.1:3181, data under ./data, no
 //!   metadata store (the README's main job benchmarks it).
 //! - `bookie serve [--conf bk_server.conf] [--port P] [--data-dir D] [--shards N] ...`: the
-//!   same with settings from a bk_server.conf (`conf.rs`) and flags, which win over the file.
-//!   An HTTP admin server (`http.rs`) serves /metrics and /api/v1/bookie/... (standalone: on
+//!   same with settings from a bk_server.conf (`config/conf.rs`) and flags, which win over the file.
+//!   An HTTP admin server (`admin/http.rs`) serves /metrics and /api/v1/bookie/... (standalone: on
 //!   127.0.0.1:8080 unless `--no-http`; with a conf file: as `httpServerEnabled` says).
 //! - `bookie inspect journal DIR`: prints the records of a journal directory (read-only).
 //! - `bookie initnewcluster|metaformat|listbookies --conf bk_server.conf`: cluster metadata in
 //!   ZooKeeper (`metadata::cli`). With `metadataServiceUri` or `zkServers` in its conf, `serve`
-//!   checks cookies, registers and unregisters (`cluster.rs`); exit code 1 on a cookie
+//!   checks cookies, registers and unregisters (`admin/cluster.rs`); exit code 1 on a cookie
 //!   mismatch, 4 when the registration fails.
 
 mod admin;

@@ -11,7 +11,7 @@
 //! Beside the shards: the process-wide [`BookieState`] (read-only mode) with its disk-checker
 //! thread, the [`Metrics`] blocks the shards write, and the HTTP admin server on its own
 //! thread. A fatal condition (a full disk with read-only mode disabled) stops the bookie like
-//! a signal, with an error. In cluster mode the control plane (`cluster.rs`) checks the
+//! a signal, with an error. In cluster mode the control plane (`admin/cluster.rs`) checks the
 //! cookies before the shards start, registers after they are ready, stops the bookie the same
 //! way (exit code 4) when the registration is lost, and unregisters before the shards stop.
 

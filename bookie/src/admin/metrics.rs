@@ -380,7 +380,7 @@ fn add_or_read(op: Op) -> Option<usize> {
 pub struct Metrics {
     pub shards: Vec<ShardMetrics>,
     pub gc_control: GcControl,
-    /// Reads that waited for their turn in the journal-first disk share (`disk_share.rs`),
+    /// Reads that waited for their turn in the journal-first disk share (`read/disk_share.rs`),
     /// and those that went ahead after its longest wait.
     pub reads_waited: AtomicU64,
     pub reads_overdue: AtomicU64,

@@ -13,7 +13,7 @@
 //! - `DISK_FULL`: set by the disk checker when every ledger directory (or every index
 //!   directory), or any journal directory, reaches `diskUsageThreshold`; cleared when the
 //!   total usage drops below `diskUsageLwmThreshold`. A full ledger directory alone is only
-//!   marked not writable: the shards' new entry logs go to the others (`ledger_dirs.rs`);
+//!   marked not writable: the shards' new entry logs go to the others (`store/ledger_dirs.rs`);
 //! - `IO_FAILURE`: a journal or ledger-storage failure in a shard; never cleared (a restart
 //!   is the way back, as Java shuts down on these).
 //!

@@ -1,6 +1,6 @@
 //! The bookie's settings, with the defaults of the standalone mode (`bookie` with no
 //! arguments). Each field names the bk_server.conf key it corresponds to, where one exists;
-//! `conf.rs` reads bk_server.conf onto it.
+//! `config/conf.rs` reads bk_server.conf onto it.
 
 pub mod conf;
 pub mod conf_env;
@@ -19,10 +19,10 @@ pub struct BookieConfig {
     /// `listeningInterface` / `advertisedAddress`: where to listen (127.0.0.1 standalone).
     pub bind_address: String,
     /// `journalDirectories`: shard n journals in `shard-<n>` below directory n mod their
-    /// count (`ledger_dirs.rs`).
+    /// count (`store/ledger_dirs.rs`).
     pub journal_dirs: Vec<PathBuf>,
     /// `ledgerDirectories`: every shard stores in `shard-<n>` below each of them, its entry
-    /// logs rotating over its own (`ledger_dirs.rs`).
+    /// logs rotating over its own (`store/ledger_dirs.rs`).
     pub ledger_dirs: Vec<PathBuf>,
     /// `indexDirectories`: where the shards' index files go, when set.
     pub index_dirs: Option<Vec<PathBuf>>,
@@ -66,9 +66,9 @@ pub struct BookieConfig {
     /// reads a shard has in flight at once (`numReadWorkerThreads`, divided among shards).
     pub read_threads_per_shard: usize,
     /// Cache-miss reads in flight across the bookie while a journal has records to make
-    /// durable (`disk_share.rs`); `None`: one per shard; `Some(0)`: no limit.
+    /// durable (`read/disk_share.rs`); `None`: one per shard; `Some(0)`: no limit.
     pub reads_beside_journal: Option<usize>,
-    /// Cache-miss reads in flight across the bookie while no journal waits (`disk_share.rs`):
+    /// Cache-miss reads in flight across the bookie while no journal waits (`read/disk_share.rs`):
     /// the queue depth fitted to the disk; a reader thread keeps up to its part of it in
     /// flight at once (random reads; a sequential read moves a read-ahead run instead).
     pub read_depth: usize,
@@ -89,9 +89,9 @@ pub struct BookieConfig {
     pub cluster: ClusterConfig,
     /// Garbage collection and compaction (`*Compaction*` keys; `gcWaitTime` is in `cluster`).
     pub gc: GcConfig,
-    /// TLS on the bookie port (`tls*` keys, `tls.rs`).
+    /// TLS on the bookie port (`tls*` keys, `security/tls.rs`).
     pub tls: crate::security::tls::TlsConfig,
-    /// Authentication (`bookieAuthProviderFactoryClass`, `authorizedRoles`; `auth.rs`).
+    /// Authentication (`bookieAuthProviderFactoryClass`, `authorizedRoles`; `security/auth.rs`).
     pub auth: crate::security::auth::AuthConfig,
 }
 
@@ -197,7 +197,7 @@ impl Default for DiskConfig {
     }
 }
 
-/// The HTTP admin server (`http.rs`).
+/// The HTTP admin server (`admin/http.rs`).
 #[derive(Clone, Debug)]
 pub struct HttpConfig {
     /// `httpServerEnabled`: on in standalone mode, off by default with a bk_server.conf (Java).
@@ -223,7 +223,7 @@ impl Default for HttpConfig {
 }
 
 /// Metadata-store and identity keys (bookie-semantics.md §1, §6.4). Parsed and validated by
-/// `conf.rs`; the ZooKeeper registration uses them.
+/// `config/conf.rs`; the ZooKeeper registration uses them.
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
     /// `metadataServiceUri`, e.g. `zk+hierarchical://zk1:2181;zk2:2181/ledgers`.

@@ -24,7 +24,7 @@
 //! A frame the decoder rejects closes only this connection. The connection talks to its shard
 //! through [`RequestSink`] only, so this module does not know the shard.
 //!
-//! Security (`tls.rs`, `auth.rs`): every request first passes the connection's auth
+//! Security (`security/tls.rs`, `security/auth.rs`): every request first passes the connection's auth
 //! [`Gate`]; a `START_TLS` (TLS configured) makes the connection answer it, hand its socket
 //! from the plain halves to a TLS handshake, and go on with the TLS halves ([`start_tls`]).
 

@@ -1,6 +1,6 @@
 //! The garbage-collection driver: every `gcWaitTime` (or at once when forced over HTTP) it
 //! finds the ledgers this bookie need not keep and has the shards drop them, then asks every
-//! shard to collect garbage (`compaction.rs`, on its flush thread).
+//! shard to collect garbage (`gc/compaction.rs`, on its flush thread).
 //!
 //! What it drops, as Java's `ScanAndCompareGarbageCollector` (bookie-semantics.md §4.7):
 //! - over-replicated ledgers, every `gcOverreplicatedLedgerWaitTime` (0 disables): a local

@@ -1,6 +1,6 @@
 //! TLS on the bookie port, as a Java bookie does it: a client connects in plaintext, sends a
 //! v3 `START_TLS` request (even a v2 client), the bookie answers EOK in plaintext, and the same
-//! TCP connection then carries a TLS handshake and, after it, every frame (`conn.rs` does the
+//! TCP connection then carries a TLS handshake and, after it, every frame (`conn/mod.rs` does the
 //! switch; see ARCHITECTURE.md). TLS is on when `tlsProviderFactoryClass` names Java's
 //! `org.apache.bookkeeper.tls.TLSContextFactory`; without it `START_TLS` is refused with
 //! EBADREQ, as in Java.

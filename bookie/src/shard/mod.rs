@@ -192,7 +192,7 @@ pub struct Shard {
     /// Every ledger directory (GET_BOOKIE_INFO's space).
     ledger_dirs: Vec<PathBuf>,
     /// This shard's journal or ledger storage failed: it takes no more writes (and the
-    /// bookie-wide state is read-only for good, see `readonly.rs`).
+    /// bookie-wide state is read-only for good, see `admin/readonly.rs`).
     read_only: bool,
     /// The process-wide state (read-only mode) the shards share.
     state: Arc<BookieState>,

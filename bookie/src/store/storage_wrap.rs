@@ -1,5 +1,5 @@
 //! The part of a storage-port wrapper that changes nothing: a wrapper around a `Storage` that
-//! only watches submissions and completions (`paced.rs` spaces out writes, `disk_share.rs`
+//! only watches submissions and completions (`store/paced.rs` spaces out writes, `read/disk_share.rs`
 //! takes turns for reads) forwards everything else to its `inner` port with
 //! [`forward_storage!`].
 
