@@ -1,5 +1,5 @@
 //! The availability encoding carried by GET_LIST_OF_ENTRIES_OF_LEDGER replies
-//! (`AvailabilityOfEntriesOfLedger` in Java, protocol.md §3.5.8).
+//! (`AvailabilityOfEntriesOfLedger` in Java, docs/protocol.md §3.5.8).
 //!
 //! ```text
 //! header (64 bytes): i32 formatVersion (0) | i32 groupCount | 56 zero bytes

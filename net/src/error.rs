@@ -2,7 +2,7 @@
 //!
 //! * [`ProtocolError`]: the bytes cannot be understood. The Java bookie (and the Java
 //!   client) close the connection in every such case, so the caller drops the
-//!   connection and sends nothing (protocol.md §1.6, §9 item 30).
+//!   connection and sends nothing (docs/protocol.md §1.6, §9 item 30).
 //! * [`EncodeError`]: a value cannot be expressed in the protocol it is being
 //!   encoded for (for example a long poll over v2). That is a bug in the caller, but
 //!   it is returned rather than panicking so that a server never crashes on it.
@@ -54,7 +54,7 @@ pub enum ProtocolError {
         /// The opcode whose layout did not fit.
         opcode: u8,
     },
-    /// A v2 response carried an `rc` outside protocol.md §2.4.
+    /// A v2 response carried an `rc` outside docs/protocol.md §2.4.
     UnknownV2Status(i32),
     /// A v3 message, or the `AuthMessage` of a v2 AUTH frame, failed to parse.
     Protobuf(ProtobufError),

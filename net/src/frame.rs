@@ -1,5 +1,5 @@
 //! Framing: the 4-byte big-endian length prefix shared by both protocols and both
-//! directions (protocol.md §1.2).
+//! directions (docs/protocol.md §1.2).
 //!
 //! Reading is two passes in the mini-redis style. [`check_frame`] looks only at the
 //! prefix and says whether a whole frame is buffered; it never allocates and never

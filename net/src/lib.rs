@@ -2,7 +2,7 @@
 //! byte-exact with the Java bookie and client, without I/O.
 //!
 //! A Java client or Pulsar broker must not be able to tell our bookie from a Java
-//! one on the wire. The reference is `/work/shared/spec/protocol.md`; where it and
+//! one on the wire. The reference is `docs/protocol.md`; where it and
 //! the Java code disagree, the Java code wins.
 //!
 //! # Layout
@@ -41,7 +41,7 @@
 //! BookKeeper's message names and field numbers). We do not generate code from it
 //! with prost + protox. The reasons, in order of weight:
 //! * **proto2 `required`.** A Java client drops the connection when a required
-//!   field is missing, even a zero (protocol.md §9 item 1), and the server must
+//!   field is missing, even a zero (docs/protocol.md §9 item 1), and the server must
 //!   reject a request missing one exactly as protobuf-java does (that is what makes
 //!   v2/v3 detection work). prost writes required fields but does not check them on
 //!   decode, and its enums are bare `i32`s; we would need a validation layer over
@@ -86,7 +86,7 @@
 //! | v3 long poll with `ENTRY_PIGGYBACK` and entryId ≠ -1 | `EBADREQ` | decoded; the bookie replies `EBADREQ` |
 //!
 //! Client side ([`client::ClientConnection`]): a response frame over the client's
-//! limit, a malformed response, or a v2 `rc` outside protocol.md §2.4 (107
+//! limit, a malformed response, or a v2 `rc` outside docs/protocol.md §2.4 (107
 //! excepted, which we accept) is a `ProtocolError` and the connection is failed,
 //! as the Java client does. A well-formed response matching no pending request
 //! is dropped and counted, as in Java.

@@ -1,9 +1,9 @@
 //! Operation identifiers of both protocols: the v3 `OperationType` and
-//! `ProtocolVersion` enums, and the v2 opcodes and flag bits (protocol.md §2.2,
+//! `ProtocolVersion` enums, and the v2 opcodes and flag bits (docs/protocol.md §2.2,
 //! §2.3, §3.2).
 
 /// The v3 `ProtocolVersion` enum. Clients send `VERSION_THREE`; the bookie answers
-/// `EBADVERSION` to most operations carrying anything else (protocol.md §3.4).
+/// `EBADVERSION` to most operations carrying anything else (docs/protocol.md §3.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProtocolVersion {
     /// `VERSION_ONE = 1`.
@@ -108,7 +108,7 @@ impl OperationType {
     }
 }
 
-/// v2 opcodes (the middle byte of the v2 header word, protocol.md §2.2).
+/// v2 opcodes (the middle byte of the v2 header word, docs/protocol.md §2.2).
 pub mod opcode {
     /// `ADDENTRY`.
     pub const ADD_ENTRY: u8 = 1;
@@ -126,7 +126,7 @@ pub mod opcode {
     pub const BATCH_READ_ENTRY: u8 = 7;
 }
 
-/// v2 flag bits (the low 16 bits of the v2 header word, protocol.md §2.3).
+/// v2 flag bits (the low 16 bits of the v2 header word, docs/protocol.md §2.3).
 pub mod flag {
     /// Fence the ledger, then read (READ, BATCH_READ).
     pub const DO_FENCING: u16 = 0x0001;

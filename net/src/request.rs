@@ -71,7 +71,7 @@ impl RequestHeader {
     /// True if a Java bookie would serve this version. v2: the version byte, read
     /// as signed, is 0, 1 or 2; otherwise ADD/READ/BATCH_READ get `EBADVERSION`.
     /// v3: `VERSION_THREE`; otherwise every operation except AUTH and START_TLS
-    /// gets `EBADVERSION` in its sub-response (protocol.md §2.1, §3.4).
+    /// gets `EBADVERSION` in its sub-response (docs/protocol.md §2.1, §3.4).
     pub fn is_version_supported(&self) -> bool {
         match *self {
             RequestHeader::V2 { version, .. } => (0..=2).contains(&(version as i8)),
@@ -124,7 +124,7 @@ pub enum Request {
         entry_id: i64,
         /// The master key (20 bytes from Java clients; exactly 20 on v2).
         master_key: Bytes,
-        /// The entry exactly as it is to be stored (protocol.md §5.1).
+        /// The entry exactly as it is to be stored (docs/protocol.md §5.1).
         body: Bytes,
         /// v3 `flag = RECOVERY_ADD` / v2 `FLAG_RECOVERY_ADD`: write even if fenced.
         recovery: bool,
@@ -174,7 +174,7 @@ pub enum Request {
         lac: i64,
         /// `masterKey`.
         master_key: Bytes,
-        /// The explicit-LAC blob (protocol.md §5.4).
+        /// The explicit-LAC blob (docs/protocol.md §5.4).
         body: Bytes,
     },
     /// READ_LAC (v3 only).
@@ -228,7 +228,7 @@ impl Request {
     }
 
     /// The reply a Java bookie gives when this request fails with `status` before
-    /// any data is produced: the sub-response with the request's ids (protocol.md
+    /// any data is produced: the sub-response with the request's ids (docs/protocol.md
     /// §3.4, §9 item 19), or no sub-message for AUTH, START_TLS and unsupported
     /// operations. Use it for EUA-before-auth too: pass the request's
     /// [`Request::operation`] through [`Response::Error`] if no sub-message is wanted.

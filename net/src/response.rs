@@ -2,7 +2,7 @@
 //!
 //! A [`ResponseFrame`] is a [`ResponseHeader`] plus a [`Response`]. In v3 the
 //! outer `Response.status` and the sub-response's status are always equal in what a
-//! Java bookie sends (protocol.md §3.4), so a [`Response`] carries one status and
+//! Java bookie sends (docs/protocol.md §3.4), so a [`Response`] carries one status and
 //! the encoder writes it in both places. The decoder reads it the way the Java
 //! client does: the outer status if it is not EOK, else the sub-response's.
 //!

@@ -1,5 +1,5 @@
 //! The server side of a connection: split frames out of the receive buffer and
-//! decode them as v2 or v3 (protocol.md §1.3).
+//! decode them as v2 or v3 (docs/protocol.md §1.3).
 //!
 //! [`RequestDecoder`] is created per connection. It does no I/O: the connection
 //! task reads into a `BytesMut`, calls [`RequestDecoder::decode`] until it returns
@@ -12,7 +12,7 @@
 //! on its first byte (the version byte 0, 1 or 2 reads as protobuf field number 0),
 //! so v2 frames pay one byte of extra work. This accepts everything a Java client
 //! sends, including a v3 frame after v2 traffic (START_TLS, or the v2 client's
-//! GET_LIST_OF_ENTRIES_OF_LEDGER quirk, protocol.md §9 item 27), and v3 frames
+//! GET_LIST_OF_ENTRIES_OF_LEDGER quirk, docs/protocol.md §9 item 27), and v3 frames
 //! from encoders that do not write `header` first. [`Detection::JavaOneWay`]
 //! copies Java exactly: frames are tried as v3 until one fails, and from then on
 //! the connection is v2 for good.
@@ -28,7 +28,7 @@ use crate::request::RequestFrame;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Detection {
     /// Per frame: v3 if the frame parses as v3, else v2. A superset of both
-    /// protocol.md §1.3 choices (a) and (b).
+    /// docs/protocol.md §1.3 choices (a) and (b).
     PerFrame,
     /// Java's rule: v3 until a frame fails to parse as v3, then v2 forever.
     JavaOneWay,

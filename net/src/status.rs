@@ -1,6 +1,6 @@
 //! The one closed set of status codes a bookie can put on the wire.
 //!
-//! v2 and v3 carry the same eleven meanings with different numbers (protocol.md
+//! v2 and v3 carry the same eleven meanings with different numbers (docs/protocol.md
 //! §2.4, §3.2). Everything above the codec speaks [`StatusCode`]; the numbers only
 //! exist at the two edges, in [`StatusCode::v2_rc`] / [`StatusCode::from_v2_rc`] and
 //! [`StatusCode::v3_code`] / [`StatusCode::from_v3_code`].
@@ -68,7 +68,7 @@ impl StatusCode {
     }
 
     /// Parses a v3 enum value. `None` for a value outside the enum, which a proto2
-    /// parser treats as an unknown field (protocol.md §3.1).
+    /// parser treats as an unknown field (docs/protocol.md §3.1).
     pub const fn from_v3_code(code: i32) -> Option<StatusCode> {
         Some(match code {
             0 => StatusCode::EOK,
@@ -87,7 +87,7 @@ impl StatusCode {
     }
 
     /// The v2 `rc` to send. `EUNKNOWNLEDGERSTATE` becomes `EIO(101)`: the Java v2
-    /// client has no mapping for 107 and closes the connection on it (protocol.md
+    /// client has no mapping for 107 and closes the connection on it (docs/protocol.md
     /// §2.4 trap, §9 item 8).
     pub const fn v2_rc(self) -> i32 {
         match self {

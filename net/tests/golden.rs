@@ -1,4 +1,4 @@
-//! Golden tests: every test vector of protocol.md §8, in both directions.
+//! Golden tests: every test vector of docs/protocol.md §8, in both directions.
 //!
 //! Method: for each vector we write down the typed value it stands for, then check
 //! that encoding the value gives exactly the vector's bytes, and that decoding the

@@ -2,7 +2,7 @@
 //! that a bookie under test stores (and a Java reader could verify) exactly what a real client
 //! would have written.
 //!
-//! Entry layout (protocol.md §5.1; checked against the Java `DigestManager` /
+//! Entry layout (docs/protocol.md §5.1; checked against the Java `DigestManager` /
 //! `CRC32CDigestManager`, which write the CRC32C as one big-endian `int`):
 //! ```text
 //! 0   8  ledgerId          i64 BE
@@ -12,7 +12,7 @@
 //! 32  D  digest over bytes [0,32) then the payload: CRC32C D=4, CRC32 D=8 (i64), DUMMY D=0
 //! 32+D   payload
 //! ```
-//! The master key is derived as Java does, `SHA-1("ledger" ‖ password)` (protocol.md §5.3;
+//! The master key is derived as Java does, `SHA-1("ledger" ‖ password)` (docs/protocol.md §5.3;
 //! `MacDigestManager.genDigest`), with a default password of `""` (Java's `benchPasswd` is
 //! one flag away), so a Java client opening the same ledger with the same password would be
 //! let in. SHA-1 is implemented here (40 lines, checked against FIPS 180 vectors) rather than
@@ -243,7 +243,7 @@ mod tests {
         );
     }
 
-    /// protocol.md §5.3 / §8: master keys for the empty password and "secret".
+    /// docs/protocol.md §5.3 / §8: master keys for the empty password and "secret".
     #[test]
     fn master_keys_match_java() {
         assert_eq!(
@@ -256,7 +256,7 @@ mod tests {
         );
     }
 
-    /// protocol.md §8.0: entry E (ledger 5, entry 3, LAC 2, length 20, "hello", CRC32C).
+    /// docs/protocol.md §8.0: entry E (ledger 5, entry 3, LAC 2, length 20, "hello", CRC32C).
     #[test]
     fn entry_matches_protocol_vector() {
         let h = EntryHeader {

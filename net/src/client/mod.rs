@@ -8,7 +8,7 @@
 //! the same under a blocking socket ([`blocking::BlockingClient`]) or an async
 //! runtime.
 //!
-//! Matching follows the Java client (protocol.md §1.5):
+//! Matching follows the Java client (docs/protocol.md §1.5):
 //! * v3: by `(txnId, operation)`; txnIds come from a per-connection counter from 1;
 //! * v2 ADD/READ: by `(ledgerId, entryId, opcode)`, several pending requests may
 //!   share a key and are completed first-in first-out;

@@ -1,4 +1,4 @@
-//! v2: the hand-made binary protocol (`BookieProtocol`, protocol.md §2).
+//! v2: the hand-made binary protocol (`BookieProtocol`, docs/protocol.md §2).
 //!
 //! Every v2 body starts with a 4-byte header word: version byte, opcode byte,
 //! 16 flag bits. Version 0 is the legacy format whose whole word is the opcode.

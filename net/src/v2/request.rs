@@ -1,7 +1,7 @@
 //! v2 requests: parse (server side, `RequestEnDeCoderPreV3.decode`) and write
 //! (client side).
 //!
-//! Layouts after the header word (protocol.md §2.5, §2.7, §2.9, §2.11):
+//! Layouts after the header word (docs/protocol.md §2.5, §2.7, §2.9, §2.11):
 //! * ADDENTRY: master key (20) | entry (rest; its first 16 bytes are the ids)
 //! * READENTRY: ledgerId (8) | entryId (8) | master key (20, only with
 //!   FLAG_DO_FENCING and version >= 2); anything else after is ignored

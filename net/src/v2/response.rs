@@ -2,7 +2,7 @@
 //! `ResponseEnDeCoderPreV3.decode`).
 //!
 //! Layouts after the header word, which carries the request's version byte, the
-//! request's opcode and flags 0 (protocol.md §2.6, §2.8, §2.10, §2.11):
+//! request's opcode and flags 0 (docs/protocol.md §2.6, §2.8, §2.10, §2.11):
 //! * ADDENTRY: rc (4) | ledgerId (8) | entryId (8)
 //! * READENTRY: rc (4) | ledgerId (8) | entryId (8) | entry (rest, on EOK)
 //! * BATCH_READ_ENTRY: rc (4) | ledgerId (8) | startEntryId (8) | requestId (8) |

@@ -1,4 +1,4 @@
-//! v3: the protobuf protocol (`BookkeeperProtocol.proto`, protocol.md §3), coded
+//! v3: the protobuf protocol (`BookkeeperProtocol.proto`, docs/protocol.md §3), coded
 //! by hand.
 //!
 //! The schema lives in `net/proto/bookkeeper.proto` (written for this project, with
@@ -6,7 +6,7 @@
 //! it; instead [`SCHEMA`] lists every field number the codec uses, and a test
 //! parses the `.proto` and checks the two agree, so the file stays the truth.
 //!
-//! proto2 rules kept here (protocol.md §3.1, §9 items 1 and 25):
+//! proto2 rules kept here (docs/protocol.md §3.1, §9 items 1 and 25):
 //! * every `required` field is written even when it is zero or empty, and a parsed
 //!   message missing one is a parse failure, as in protobuf-java;
 //! * `optional` fields are `Option`s (a has-bit), written only when set;

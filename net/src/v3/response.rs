@@ -2,7 +2,7 @@
 //!
 //! Every required field is written whatever its value: `Response.status` (`10 00`
 //! for EOK), each sub-response's `status`, `ledgerId` and `entryId`. This is the
-//! trap of protocol.md §9 item 1.
+//! trap of docs/protocol.md §9 item 1.
 
 use bytes::{Bytes, BytesMut};
 
