@@ -1,6 +1,6 @@
 //! Garbage collection of one shard's ledger storage: dropping deleted ledgers from the index
 //! and reclaiming entry-log space by compaction (Java's `GarbageCollectorThread` with its
-//! minor/major compaction, bookie-semantics.md §4.7-4.8).
+//! minor/major compaction, docs/semantics.md §4.7-4.8).
 //!
 //! Two phases, both run by the flush thread between flushes:
 //!

@@ -1,7 +1,7 @@
 //! Ledger storage for one bookie shard: entry log segments, the entry location index, ledger
 //! metadata, and the manifest that ties them to a journal mark (the checkpoint).
 //!
-//! The design follows Java's DbLedgerStorage (bookie-semantics.md §5.6) without RocksDB:
+//! The design follows Java's DbLedgerStorage (docs/semantics.md §5.6) without RocksDB:
 //! - [`segment`]: append-only entry log files; every entry has its own checksummed header.
 //! - [`index`]: (ledger, entry) → [`Location`] in immutable sorted run files with a sparse
 //!   in-memory index, merged when there are too many.

@@ -191,7 +191,7 @@ pub struct Journal<S: Storage> {
     zero_buf: Option<AlignedBuf>,
     /// Bytes of zero-fill the next segment's preparation may write now: each group written
     /// adds [`ZERO_CREDIT_PER_BYTE`] times its size. A sync that follows a burst of zero-fill
-    /// waits for the device to take all of it (guide/perf.md §1.8: 64 MiB of zeros at device
+    /// waits for the device to take all of it (docs/machine.md §1.8: 64 MiB of zeros at device
     /// speed held adds' p50 at 15 ms), so the fill keeps pace with the journal instead.
     zero_credit: u64,
     sync_in_flight: Option<u64>,

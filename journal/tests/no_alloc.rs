@@ -1,4 +1,4 @@
-//! Proof of style.md §B8 for the journal: after warm-up, the append path (append, tick, wait,
+//! Proof that the journal's hot path does not allocate: after warm-up, the append path (append, tick, wait,
 //! the completions they reap and the writes and syncs they submit) allocates nothing per
 //! record.
 //!

@@ -1,4 +1,6 @@
-//! The torn-write checklist (style.md §B4) as explicit, named recovery cases.
+//! The torn-write checklist (every shape a crash can leave a journal in: empty or header-only
+//! segments, a record torn in its header or body, a truncated file, junk or zeros after the last
+//! record, a torn block before later data) as explicit, named recovery cases.
 //!
 //! Each case builds a journal directory on the simulated disk: records go through the real
 //! [`Journal`], the disk may crash (`SimDisk::crash`) at a chosen point (a [`Tripwire`] storage

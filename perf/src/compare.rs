@@ -1,5 +1,5 @@
 //! `bkperf compare BASE.json CAND.json` and `bkperf compare-rounds`: the regression verdicts of
-//! interop.md §5.2 over `bookie-bench/1` reports.
+//! docs/interop.md §5.2 over `bookie-bench/1` reports.
 //!
 //! Per metric, the paired ratio r = candidate / baseline of each round; the decision is on the
 //! median ratio, with a direction-consistency requirement (at least n − ⌊n/4⌋ rounds worse:

@@ -4,7 +4,7 @@
 //!   an *intended* send time fixed in advance, independent of how the bookie responds, so a
 //!   stall cannot slow the arrivals down (no coordinated omission);
 //! - [`Latency`]: the corrected (from the intended time) and uncorrected (from the actual send)
-//!   latencies of one operation, and the `saturated` rule of interop.md §5.1;
+//!   latencies of one operation, and the `saturated` rule of docs/interop.md §5.1;
 //! - [`write_set`] / [`AckSet`]: the Java client's round-robin placement
 //!   (`RoundRobinDistributionSchedule`): entry e goes to ensemble members (e + i) mod E for
 //!   i < W, and completes at the A-th distinct acknowledgement, or fails once more than W − A
@@ -129,7 +129,7 @@ impl Latency {
     }
 }
 
-/// interop.md §5.1: an open-loop run is saturated when it achieved < 99 % of its target rate
+/// docs/interop.md §5.1: an open-loop run is saturated when it achieved < 99 % of its target rate
 /// or its corrected p99 is more than 10× the uncorrected p99.
 pub fn is_saturated(
     target_rate: f64,

@@ -16,7 +16,7 @@
 //! threads' run-queue wait over the measured window ([`stages`]).
 //!
 //! Every workload prints a human table and can write a `bookie-bench/1` JSON report
-//! (interop.md §5.1) built with [`report`]. With no arguments, `bkperf` runs the canonical
+//! (docs/interop.md §5.1) built with [`report`]. With no arguments, `bkperf` runs the canonical
 //! workload against a bookie it starts ([`default_job`], [`bookie_proc`]). Logging goes to stderr through a tiny logger of our own; `-v` or
 //! `BKPERF_LOG=debug|trace|warn|error` change its level.
 

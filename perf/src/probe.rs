@@ -2,13 +2,13 @@
 //! against them.
 //!
 //! Measured with plain `pwrite` + `fdatasync` on O_DIRECT files in `--dir` (no io_uring, no
-//! bookie code), one operation at a time, like perf.md's `synclat`:
+//! bookie code), one operation at a time, like docs/machine.md's `synclat`:
 //! - the 4 KiB commit (write + fdatasync) on a pre-written file: what a journal commit costs
-//!   at best (perf.md §1.2), with the write and the fdatasync also timed apart;
+//!   at best (docs/machine.md §1.2), with the write and the fdatasync also timed apart;
 //! - sequential writes with one fdatasync per 64 KiB and per 1 MiB: the group-commit trade-off
-//!   (perf.md §1.3), as bandwidth plus commit latency;
+//!   (docs/machine.md §1.3), as bandwidth plus commit latency;
 //! - the 4 KiB commit appending to a growing file and into fallocated space, which are slower
-//!   on ext4 (perf.md §1.4), so that a journal that forgets to pre-write shows up;
+//!   on ext4 (docs/machine.md §1.4), so that a journal that forgets to pre-write shows up;
 //! - CRC32C GiB/s on one core, the CPU calibration;
 //! - the read side, through io_uring (the bookie's own driver, `storage`): 4 KiB random reads
 //!   at queue depth 1 and 32, and sequential reads of 128 KiB and 1 MiB at depth 1, over the
@@ -18,7 +18,7 @@
 //! Writes overwrite a pre-written region (wrapping around), because overwriting written space
 //! is what a pre-allocated or recycled journal does. Each measurement runs `--seconds` (the two
 //! ext4 variants half of it); the default gives a ~10 s probe. [`calibrate`] is the short form
-//! (interop.md §5.1: 1,000 commits and a CRC loop) for other subcommands' reports.
+//! (docs/interop.md §5.1: 1,000 commits and a CRC loop) for other subcommands' reports.
 
 use crate::report::{self, Calibration, IntervalStat, LatencySummary, Table};
 use hdrhistogram::Histogram;
@@ -289,7 +289,7 @@ pub fn crc32c_gib_s(budget: Duration) -> f64 {
     bytes as f64 / start.elapsed().as_secs_f64().max(1e-9) / (1u64 << 30) as f64
 }
 
-/// The short calibration of interop.md §5.1: 1,000 commits of 4 KiB (pwrite + fdatasync on a
+/// The short calibration of docs/interop.md §5.1: 1,000 commits of 4 KiB (pwrite + fdatasync on a
 /// pre-written O_DIRECT file in `dir`) and a CRC32C loop. Takes well under a second on an SSD.
 #[allow(dead_code)] // API for the journal benchmark and later subcommands
 pub fn calibrate(dir: &Path) -> Result<Calibration, BoxError> {

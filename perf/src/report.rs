@@ -1,5 +1,5 @@
 //! What every `bkperf` subcommand shares: latency histograms and their summaries, the
-//! `bookie-bench/1` JSON report (interop.md §5.1), machine and git facts for that report, a
+//! `bookie-bench/1` JSON report (docs/interop.md §5.1), machine and git facts for that report, a
 //! plain-text table printer, and duration parsing.
 //!
 //! Latencies are recorded in microseconds into an HDR histogram with 3 significant digits and a
@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The report schema name.
 pub const SCHEMA: &str = "bookie-bench/1";
-/// HDR configuration of every latency histogram (interop.md §5.1).
+/// HDR configuration of every latency histogram (docs/interop.md §5.1).
 pub const HDR_SIGNIFICANT_DIGITS: u8 = 3;
 /// Highest trackable latency: 60 s in microseconds. Larger values are clamped to it.
 pub const HDR_HIGHEST_US: u64 = 60_000_000;

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use crate::report::Table;
 
 /// The add path's stages in order, and the aggregate and read stages after them, with the Java
-/// bookie's nearest summary (bookie-semantics.md §6.2) where there is one.
+/// bookie's nearest summary (docs/semantics.md §6.2) where there is one.
 const STAGES: [(&str, &str, Option<&str>); 11] = [
     ("decode", "socket read → dispatch", None),
     (

@@ -4,7 +4,7 @@
 //! `kernel.io_uring_disabled` sysctl, an old kernel): [`crate::open_dir`] announces the fallback.
 //! [`Storage::submit`] performs the operation synchronously, right away, and queues its
 //! [`Completion`]; [`Storage::poll`] hands the queued completions out. Commits cost the same as
-//! with io_uring at queue depth 1 (perf.md §1.2); what is lost is overlap with other work.
+//! with io_uring at queue depth 1 (docs/machine.md §1.2); what is lost is overlap with other work.
 //!
 //! This module also holds [`Dir`], the directory and file-table half shared with the io_uring
 //! driver: namespace operations (open, list, rename, remove, fstat, fallocate, ftruncate,

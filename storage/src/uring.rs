@@ -1,6 +1,6 @@
 //! `UringStorage`: the default real-disk driver, io_uring with O_DIRECT files.
 //!
-//! Kept boring on purpose (style.md §B3): no policy lives here. [`Storage::submit`] turns one
+//! Kept boring on purpose (an I/O layer that only moves bytes): no policy lives here. [`Storage::submit`] turns one
 //! [`Op`] into one SQE (`Write`, `Read`, `Fsync` with `DATASYNC`) and queues it in the ring's
 //! submission queue; [`Storage::poll`] hands every queued SQE to the kernel in one
 //! `io_uring_enter` and routes the CQEs back to completions. Namespace operations are the same
@@ -15,13 +15,13 @@
 //! writes into freed memory. No allocation per operation after construction.
 //!
 //! Deliberately left out:
-//! - `IOSQE_IO_LINK` write→fsync: measured 20–40 % slower here (perf.md §1.5). The core submits
+//! - `IOSQE_IO_LINK` write→fsync: measured 20–40 % slower here (docs/machine.md §1.5). The core submits
 //!   the sync after the write's completion, as the storage contract requires anyway.
-//! - SQPOLL: takes a whole core on 2-vCPU targets (perf.md §1.5).
+//! - SQPOLL: takes a whole core on 2-vCPU targets (docs/machine.md §1.5).
 //! - Registered (fixed) buffers and files: buffers belong to callers and arrive per operation,
 //!   so fixed buffers would need a driver-owned arena plus an index in every `Op`, and they count
 //!   against `RLIMIT_MEMLOCK` (8 MiB here) without `CAP_IPC_LOCK`; at this machine's rates they
-//!   gave no measurable gain (perf.md §1.5, fio `F_fixedbufs_regfiles`). Revisit with an arena
+//!   gave no measurable gain (docs/machine.md §1.5, fio `F_fixedbufs_regfiles`). Revisit with an arena
 //!   when a profile shows page pinning cost.
 //! - Timed waits need `IORING_FEAT_EXT_ARG` (Linux 5.11); without it setup fails with ENOSYS
 //!   and [`crate::open_dir`] falls back to psync.

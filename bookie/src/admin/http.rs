@@ -1,4 +1,4 @@
-//! The HTTP admin server (bookie-semantics.md §6.1): `/heartbeat`, `/metrics`, the bookie's
+//! The HTTP admin server (docs/semantics.md §6.1): `/heartbeat`, `/metrics`, the bookie's
 //! state and read-only switch, disk info, the ledger list, and the GC routes.
 //!
 //! It runs on its own thread with its own current-thread tokio runtime, never on a shard, so

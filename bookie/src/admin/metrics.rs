@@ -7,7 +7,7 @@
 //! log-linear buckets in microseconds (4 per power of two, ≤ 19 % wide, up to ~19 h), so
 //! recording is an index computation and two atomic adds.
 //!
-//! Names follow the Java bookie (bookie-semantics.md §6.2) where we measure the same thing:
+//! Names follow the Java bookie (docs/semantics.md §6.2) where we measure the same thing:
 //! request latencies are Prometheus *summaries* in milliseconds with the label
 //! `success="true|false"` and quantiles 0.5 … 1.0 (estimated from the buckets: the upper bound
 //! of the bucket holding the quantile), `bookkeeper_server_<OP>_REQUEST`; journal series carry

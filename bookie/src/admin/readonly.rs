@@ -1,4 +1,4 @@
-//! The bookie's process-wide state (bookie-semantics.md §3.2, §3.3): running, shutting down,
+//! The bookie's process-wide state (docs/semantics.md §3.2, §3.3): running, shutting down,
 //! read-only and why, and the disk checker that turns the bookie read-only when a directory
 //! fills up.
 //!

@@ -1,5 +1,5 @@
 //! Reading `bk_server.conf`: the Java properties format, and the keys an operator sets mapped
-//! onto [`BookieConfig`] (bookie-semantics.md §6.4).
+//! onto [`BookieConfig`] (docs/semantics.md §6.4).
 //!
 //! Why our own parser: the format is small but has rules an operator's file relies on —
 //! `key=value`, `key:value` and `key value`, `#`/`!` comment lines, a trailing `\` continuing

@@ -107,7 +107,7 @@ pub struct ReadAheadConfig {
     /// `dbStorage_readAheadCacheBatchBytesSize` (Java: -1, no byte limit): the largest single
     /// read of a read-ahead. Ours defaults to 256 KiB, where this disk's reads stop getting
     /// cheaper per byte and a journal sync queued behind one still waits well under a
-    /// millisecond (guide/perf.md §1.3, §1.6). Large entries gain from more: 64 KiB entries
+    /// millisecond (docs/machine.md §1.3, §1.6). Large entries gain from more: 64 KiB entries
     /// caught up at 657 MiB/s with 256 KiB and 921 MiB/s with 512 KiB (2026-12-03), each read
     /// then holding the device twice as long ahead of a journal write.
     pub batch_bytes: usize,
@@ -123,7 +123,7 @@ impl Default for ReadAheadConfig {
     }
 }
 
-/// Entry-log compaction (bookie-semantics.md §4.8), Java's keys and defaults.
+/// Entry-log compaction (docs/semantics.md §4.8), Java's keys and defaults.
 #[derive(Clone, Debug)]
 pub struct GcConfig {
     /// `minorCompactionThreshold` (0.2) / `minorCompactionInterval` (1 h); ≤ 0 disables.
@@ -163,7 +163,7 @@ impl Default for GcConfig {
     }
 }
 
-/// When the bookie turns read-only because of its disks (bookie-semantics.md §3.3).
+/// When the bookie turns read-only because of its disks (docs/semantics.md §3.3).
 #[derive(Clone, Debug)]
 pub struct DiskConfig {
     /// `diskUsageThreshold` (0.95): a directory this full makes the bookie read-only.
@@ -222,7 +222,7 @@ impl Default for HttpConfig {
     }
 }
 
-/// Metadata-store and identity keys (bookie-semantics.md §1, §6.4). Parsed and validated by
+/// Metadata-store and identity keys (docs/semantics.md §1, §6.4). Parsed and validated by
 /// `config/conf.rs`; the ZooKeeper registration uses them.
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
@@ -345,7 +345,7 @@ impl Default for BookieConfig {
             // `numReadWorkerThreads` trades (ARCHITECTURE.md §12).
             read_threads_per_shard: 1,
             reads_beside_journal: None,
-            // guide/perf.md and `bkperf probe`: 4 KiB random reads here reach 35k/s at depth
+            // docs/machine.md and `bkperf probe`: 4 KiB random reads here reach 35k/s at depth
             // 1 and 122k/s at depth 32; beyond 32 an NVMe queue gains little.
             read_depth: 32,
             read_ahead: ReadAheadConfig::default(),

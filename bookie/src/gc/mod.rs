@@ -2,7 +2,7 @@
 //! finds the ledgers this bookie need not keep and has the shards drop them, then asks every
 //! shard to collect garbage (`gc/compaction.rs`, on its flush thread).
 //!
-//! What it drops, as Java's `ScanAndCompareGarbageCollector` (bookie-semantics.md §4.7):
+//! What it drops, as Java's `ScanAndCompareGarbageCollector` (docs/semantics.md §4.7):
 //! - over-replicated ledgers, every `gcOverreplicatedLedgerWaitTime` (0 disables): a local
 //!   ledger whose metadata says *closed* and none of whose ensembles holds this bookie's id
 //!   (after a decommission or autorecovery moved it). Checked once, then again while holding

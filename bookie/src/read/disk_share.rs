@@ -2,7 +2,7 @@
 //! device the journals use, depending on whether a journal is waiting for it.
 //!
 //! Why: on one device queue a journal commit waits behind every read submitted before it
-//! (guide/perf.md §1.8: random 4 KiB reads at depth 32 cut journal commits by 79 % and put the
+//! (docs/machine.md §1.8: random 4 KiB reads at depth 32 cut journal commits by 79 % and put the
 //! fdatasync p99 at 1.1 ms; at depth 1 by 19 %), and kernel I/O priorities barely help because
 //! the queueing happens below the guest's scheduler. So the bookie orders them itself:
 //! - while any shard's journal holds records not yet durable (it will write and sync within a

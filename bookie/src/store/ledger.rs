@@ -4,7 +4,7 @@
 //! and holds its entries in the write cache. Each request method returns a [`Decision`]: reply
 //! now, append journal records and reply once they are durable, reply once everything so far is
 //! durable (FORCE_LEDGER), or wait for the LAC (long poll). No I/O and no clock here, so the
-//! rules (bookie-semantics.md §4, docs/protocol.md §3.5) are unit-tested directly; `shard` carries
+//! rules (docs/semantics.md §4, docs/protocol.md §3.5) are unit-tested directly; `shard` carries
 //! the decisions out.
 //!
 //! Rules worth stating:

@@ -2,7 +2,7 @@
 //! flushing the write cache takes a bounded share of the disk the journal shares.
 //!
 //! A journal sync submitted behind a burst of large writes waits for all of them
-//! (guide/perf.md §1.8: 1 MiB writes at queue depth 4 cut journal commits by 93 %, with fsync
+//! (docs/machine.md §1.8: 1 MiB writes at queue depth 4 cut journal commits by 93 %, with fsync
 //! p99.9 up to 0.46 s). So the flusher writes in small chunks, one at a time, and no faster than
 //! `bytes_per_sec`: a token bucket, where a write that overdraws it sleeps the flush thread
 //! (only that thread: it does nothing else). Reads and namespace operations pass through.

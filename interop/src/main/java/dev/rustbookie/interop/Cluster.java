@@ -179,7 +179,7 @@ public final class Cluster implements AutoCloseable {
     }
 
     /**
-     * The checks of every scenario (interop.md §1.7): no bookie that should be up has exited,
+     * The checks of every scenario (docs/interop.md §1.7): no bookie that should be up has exited,
      * each such bookie is still registered, and no log holds a panic / unexpected exception.
      */
     public List<String> problems() {

@@ -8,7 +8,7 @@ import java.util.Map;
 
 /**
  * A real Apache BookKeeper bookie in its own JVM: org.apache.bookkeeper.server.Main --conf FILE,
- * DbLedgerStorage with small caches (interop.md §3.2), JVM flags of §1.3/§3.1 with a modest heap
+ * DbLedgerStorage with small caches (docs/interop.md §3.2), JVM flags of §1.3/§3.1 with a modest heap
  * for this 2-core machine, java.io.tmpdir (RocksDB's .so) in the bookie's own dir.
  */
 public final class JavaBookie extends Bookie {

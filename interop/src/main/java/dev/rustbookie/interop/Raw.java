@@ -19,7 +19,7 @@ import org.apache.bookkeeper.proto.BookieClientImpl;
 
 /**
  * Raw per-bookie requests through the client's internal BookieClientImpl (the one adapter for
- * this unstable API, interop.md §6): read what one bookie stores, add straight to one bookie.
+ * this unstable API, docs/interop.md §6): read what one bookie stores, add straight to one bookie.
  */
 public final class Raw implements AutoCloseable {
     private final EventLoopGroup elg;

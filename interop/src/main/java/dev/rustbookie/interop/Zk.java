@@ -7,7 +7,7 @@ import org.apache.zookeeper.server.ServerCnxnFactory;
 import org.apache.zookeeper.server.ZooKeeperServer;
 
 /**
- * An embedded standalone ZooKeeper server on a free loopback port (interop.md §2.2), owned by
+ * An embedded standalone ZooKeeper server on a free loopback port (docs/interop.md §2.2), owned by
  * one test class. tickTime 500 ms so that sessions of 6 s (zkTimeout=6000) are allowed and a
  * killed bookie's ephemeral node expires quickly.
  */

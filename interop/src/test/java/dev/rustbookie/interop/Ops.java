@@ -15,7 +15,7 @@ import java.util.function.LongToIntFunction;
 import org.apache.bookkeeper.client.LedgerEntry;
 import org.apache.bookkeeper.client.LedgerHandle;
 
-/** Writing and checking entries the way every scenario does (interop.md §1.7 checks 1). */
+/** Writing and checking entries the way every scenario does (docs/interop.md §1.7 checks 1). */
 final class Ops {
     private Ops() {}
 

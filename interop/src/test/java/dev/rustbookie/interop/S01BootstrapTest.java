@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * S01 bootstrap and discovery (interop.md §1.7): initNewCluster on a fresh root, 3 Rust bookies,
+ * S01 bootstrap and discovery (docs/interop.md §1.7): initNewCluster on a fresh root, 3 Rust bookies,
  * then the Java admin's and client's views of them, and BookieShell listbookies -rw.
  */
 @Tag("smoke")

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * S02 basic write and read (interop.md §1.7): 3 Rust bookies, E3 W3 A2, v3, CRC32C; 10,000
+ * S02 basic write and read (docs/interop.md §1.7): 3 Rust bookies, E3 W3 A2, v3, CRC32C; 10,000
  * entries of 1 B..64 KiB (fixed seed), the first half pipelined, the second half synchronous;
  * a reader opened without recovery before close sees LAC 9998; after close the metadata is
  * CLOSED with lastEntryId 9999 and the summed length; every entry reads back byte-identical.

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * S03 Pulsar profile and digest matrix (interop.md §1.7): 3 Rust bookies; clients with the
+ * S03 Pulsar profile and digest matrix (docs/interop.md §1.7): 3 Rust bookies; clients with the
  * Pulsar settings (v2, 16 channels per bookie, digest autodetection, sticky reads, 30 s timeouts,
  * health checks); S02's procedure for E3W3A2 and E2W2A2 x {CRC32C, CRC32, MAC, DUMMY}, each
  * ledger reopened with a different digest in the open call (autodetection must read it right);

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * S06 mixed cluster (interop.md §1.7): 2 Java bookies (DbLedgerStorage) + 1 Rust bookie, E3 W3
+ * S06 mixed cluster (docs/interop.md §1.7): 2 Java bookies (DbLedgerStorage) + 1 Rust bookie, E3 W3
  * A2; one ledger written with a v3 client and one with a v2 client. Every entry read raw from
  * each bookie is byte-identical (digest header + payload) across the 3 bookies, and each bookie's
  * own LAC (its last entry, read raw) is N - 2. With both Java bookies stopped, both ledgers read

@@ -19,7 +19,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * S07 fencing by a second client (interop.md §1.7): 3 Rust bookies, E3 W3 A2; writer A adds at
+ * S07 fencing by a second client (docs/interop.md §1.7): 3 Rust bookies, E3 W3 A2; writer A adds at
  * 1,000/s; at 2.5 s a third client C opens without recovery (A must not be disturbed); at 5 s
  * client B opens with recovery. B gets a closed ledger whose lastEntryId L covers every id A saw
  * acked; A's next add fails with -101 (or -11, or -6: see below) within 2 s and every later add

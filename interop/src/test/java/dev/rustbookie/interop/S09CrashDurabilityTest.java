@@ -14,7 +14,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * S09 bookie crash durability (interop.md §1.7): 1 Rust bookie, E1 W1 A1, journalSyncData=true;
+ * S09 bookie crash durability (docs/interop.md §1.7): 1 Rust bookie, E1 W1 A1, journalSyncData=true;
  * 20,000 x 1 KiB pipelined (the last one after the others are acked); SIGKILL straight after the last ack; restart. The bookie must wait
  * out its stale ephemeral node and re-register within zkTimeout + 5 s; every acked entry reads
  * back byte-identical; readLastAddConfirmed >= last acked - 1. v3 and v2 legs. Not scaled down.

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * S12 long-poll LAC and explicit LAC (interop.md §1.7): 3 Rust bookies, E3 W3 A2; a writer adds
+ * S12 long-poll LAC and explicit LAC (docs/interop.md §1.7): 3 Rust bookies, E3 W3 A2; a writer adds
  * one entry per 100 ms; a v3 reader loops readLastAddConfirmedAndEntry(next, 5000, false).
  * Phase 1: 60 entries, an 8 s pause, 10 more: every entry up to the writer's LAC arrives in
  * order without gaps or duplicates, p99 of (reader got k) - (writer's ack of k+1) < 150 ms,
