@@ -9,8 +9,9 @@
 //! - [`manifest`]: the atomically replaced MANIFEST listing the live files and the mark.
 //! - [`store`]: [`LedgerStore`], owned by the flush thread: `open` (recovery) and `flush`
 //!   (the checkpoint order), publishing an immutable [`ReadView`].
-//! - [`reader`]: [`Reader`], owned by a reader thread, serving cache-miss reads, with
-//!   read-ahead of sequential runs into a [`read_cache::ReadCache`].
+//! - [`reader`]: [`Reader`], owned by a reader thread, serving cache-miss reads: single
+//!   entries, and runs of contiguous entries in one device read (whether to read a run, and
+//!   what to do with it, is the caller's read-ahead policy).
 //! - [`compact`]: garbage collection — deleted ledgers out of the index, segments with little
 //!   live data compacted (minor/major), run by the flush thread between flushes.
 //!
@@ -27,7 +28,6 @@ pub mod index;
 mod io;
 pub mod manifest;
 pub mod meta;
-pub mod read_cache;
 pub mod reader;
 pub mod segment;
 pub mod store;
@@ -35,7 +35,6 @@ pub mod store;
 pub use compact::{Compaction, CompactionStats, IndexGcStats, SegmentUsage, Step};
 pub use error::{CorruptionKind, StoreError};
 pub use meta::LedgerMeta;
-pub use read_cache::ReadCache;
-pub use reader::{ReadAhead, Reader};
+pub use reader::Reader;
 pub use segment::{Location, ScannedEntry};
 pub use store::{FlushBatch, FlushStats, LedgerStore, LedgerStoreConfig, ReadView, Recovered};

@@ -6,21 +6,16 @@
 //! verifies its header (magic, version, ledger, entry, length) and CRC: corruption is an
 //! error, never silently wrong data.
 //!
-//! Read-ahead ([`ReadAhead`]): a catch-up reader asks for a ledger's entries in order, and a
-//! flush stores them contiguously, so when a read follows the previous read of its ledger (right
-//! after it or a few entries on, `read_cache::MAX_STRIDE`: a client reading across an ensemble
-//! asks each bookie for every E-th entry), or starts a batch read, the reader looks up the next
-//! entries in the index too, and as long as
-//! each lies right after the one before in the same segment, reads the whole run in one aligned
-//! read (within `max_bytes`, `max_entries`). Every entry of the run is verified like a single
-//! read; the ones beyond the asked entry go to the shared [`ReadCache`]. The index decides what
-//! is read, never the bytes on disk alone, so a stale copy left by compaction is never served.
-//!
-//! A sequential reader is then kept a run ahead: the run read for it carries a trigger in the
-//! cache (`read_cache` module docs), and whoever takes the trigger entry (a shard serving a
-//! hit, or this reader) has the next run read by [`Reader::prefetch`] before it is asked for.
-//! [`Reader::prefetch_runs`] reads a run and the runs after it with their device reads in
-//! flight together, so the device reads the next while this thread verifies the one before.
+//! Runs: a flush stores a ledger's entries contiguously, so the entries after an asked one
+//! usually lie right after it in the same segment. [`Reader::read_run`] looks up the next
+//! entries in the index too and, as long as each lies right after the one before, reads them
+//! all in one aligned device read (within `max_entries` and the reader's byte limit); every
+//! entry of the run is verified like a single read. [`Reader::read_runs`] reads a run and the
+//! runs after it with their device reads in flight together, so the device reads the next
+//! while this thread verifies the one before. The index decides what is read, never the bytes
+//! on disk alone, so a stale copy left by compaction is never served. *Whether* to read a run
+//! (a sequential reader, a read-ahead ask) is not decided here: the caller's read-ahead
+//! policy decides, and keeps what a run brings.
 //!
 //! A run's lookups cost one search, not one per entry: the lookup of its first entry leaves a
 //! cursor on the record found, bounded by the lowest key any newer index run holds above it,
@@ -30,7 +25,7 @@
 //! index read in front of every few runs.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use storage::{Completion, FileId, Storage, Wait};
@@ -38,36 +33,13 @@ use storage::{Completion, FileId, Storage, Wait};
 use crate::error::{CorruptionKind, StoreError};
 use crate::format::*;
 use crate::index::{self, Block, BlockCache, IndexRecord, Key, RunInfo};
-use crate::read_cache::ReadCache;
 use crate::segment::{self, Location};
 use crate::store::{LedgerStoreConfig, ReadView};
 
-/// Read-ahead settings and the cache shared by the readers of one shard (Java's
-/// `dbStorage_readAheadCacheMaxSizeMb`, `dbStorage_readAheadCacheBatchSize`,
-/// `dbStorage_readAheadCacheBatchBytesSize`).
-#[derive(Clone, Debug)]
-pub struct ReadAhead {
-    pub cache: Arc<Mutex<ReadCache>>,
-    /// Entries per read-ahead, the asked one included.
-    pub max_entries: usize,
-    /// Bytes per read-ahead (one read of the device).
-    pub max_bytes: usize,
-}
-
-impl ReadAhead {
-    /// Whether a read-ahead would ever bring more than the asked entry.
-    pub fn is_on(&self) -> bool {
-        self.max_entries > 1 && self.max_bytes > 0
-    }
-}
-
-/// Index blocks read in one device read when a run read ahead misses one: the blocks after
-/// it hold the keys the sequential reader asks next (64 KiB, ~2,000 entries, ~20 runs), so
-/// the index costs a catch-up one device read per 20 runs rather than one per run.
+/// Index blocks read in one device read when a run misses one: the blocks after it hold the
+/// keys the sequential reader asks next (64 KiB, ~2,000 entries, ~20 runs), so the index
+/// costs a catch-up one device read per 20 runs rather than one per run.
 const INDEX_READ_AHEAD_BLOCKS: u32 = 16;
-
-/// Ledgers whose last asked entry a reader remembers, to tell sequential reads.
-const SEQUENTIAL_LEDGERS: usize = 4096;
 
 /// A reader thread's handle on one shard's ledger storage.
 pub struct Reader<S: Storage> {
@@ -76,11 +48,9 @@ pub struct Reader<S: Storage> {
     files: HashMap<(FileKind, u64), FileId>,
     /// Generation of the view the file handles were last pruned against.
     pruned_for: u64,
-    ahead: Option<ReadAhead>,
-    /// The last entry asked of each recently read ledger.
-    last_asked: HashMap<u64, u64>,
-    /// Runs due to be read ahead (ledger, first entry): triggers this reader took itself.
-    due: Vec<(u64, u64)>,
+    /// Bytes one run may span (one device read; Java's
+    /// `dbStorage_readAheadCacheBatchBytesSize`).
+    run_bytes: usize,
     /// Device reads of more than one entry, and the entries they brought beyond the asked one.
     pub runs_read: u64,
     pub entries_ahead: u64,
@@ -93,9 +63,7 @@ impl<S: Storage> Reader<S> {
             cache: BlockCache::new(config.index_block_cache_bytes),
             files: HashMap::new(),
             pruned_for: 0,
-            ahead: None,
-            last_asked: HashMap::new(),
-            due: Vec::new(),
+            run_bytes: 0,
             runs_read: 0,
             entries_ahead: 0,
         }
@@ -106,46 +74,28 @@ impl<S: Storage> Reader<S> {
         &self.storage
     }
 
-    /// Turns read-ahead on (module docs), unless `ahead` reads no more than one entry.
-    pub fn with_read_ahead(mut self, ahead: ReadAhead) -> Reader<S> {
-        if ahead.is_on() {
-            self.ahead = Some(ahead);
-        }
+    /// Lets runs span up to `bytes` (0, the default: every read is of one entry).
+    pub fn with_run_bytes(mut self, bytes: usize) -> Reader<S> {
+        self.run_bytes = bytes;
         self
     }
 
     /// The entry's body, `None` if the store does not have it (or its ledger is deleted).
-    /// With read-ahead on, a read that follows the previous read of its ledger reads the
-    /// run after it too.
     pub fn read(
         &mut self,
         view: &ReadView,
         ledger: u64,
         entry: u64,
     ) -> Result<Option<Bytes>, StoreError> {
-        let sequential = self.is_sequential(ledger, entry);
-        self.read_ahead_of(view, ledger, entry, if sequential { usize::MAX } else { 1 })
+        Ok(self
+            .read_run(view, ledger, entry, 1)?
+            .and_then(|bodies| bodies.into_iter().next()))
     }
 
-    /// The first entry of a batch read of up to `count` entries: the run after it is read
-    /// ahead (up to `count` entries in all) whatever came before.
-    pub fn read_batch_start(
-        &mut self,
-        view: &ReadView,
-        ledger: u64,
-        entry: u64,
-        count: usize,
-    ) -> Result<Option<Bytes>, StoreError> {
-        self.note_asked(ledger, entry);
-        self.read_ahead_of(view, ledger, entry, count)
-    }
-
-    /// Reads several entries, with the device reads of those that are not sequential all in
-    /// flight at once on this reader's ring: random reads at the device's depth from one
-    /// thread, one `io_uring_enter` for the lot. Entries in the read-ahead cache are taken
-    /// from it, and a read that follows the previous read of its ledger goes through
-    /// [`read`](Self::read) (with its read-ahead) before the others are submitted. One result
-    /// per asked `(view, ledger, entry)`, in order; each entry is verified as a single read is.
+    /// Reads several single entries, with their device reads all in flight at once on this
+    /// reader's ring: random reads at the device's depth from one thread, one
+    /// `io_uring_enter` for the lot. One result per asked `(view, ledger, entry)`, in order;
+    /// each entry is verified as [`read`](Self::read) verifies it.
     pub fn read_each(
         &mut self,
         asked: &[(&ReadView, u64, u64)],
@@ -154,10 +104,6 @@ impl<S: Storage> Reader<S> {
             (0..asked.len()).map(|_| None).collect();
         let mut pending: Vec<PendingRead> = Vec::new();
         for (at, &(view, ledger, entry)) in asked.iter().enumerate() {
-            if self.is_sequential(ledger, entry) {
-                results[at] = Some(self.read_ahead_of(view, ledger, entry, usize::MAX));
-                continue;
-            }
             match self.single_read_of(view, ledger, entry) {
                 Ok(Single::Done(body)) => results[at] = Some(Ok(body)),
                 Ok(Single::Device(loc, file)) => pending.push(PendingRead {
@@ -179,21 +125,8 @@ impl<S: Storage> Reader<S> {
             .collect()
     }
 
-    /// Whether a read of `entry` would read ahead (it follows the previous read of its
-    /// ledger, or the end of a run read ahead); notes it as asked.
-    fn is_sequential(&mut self, ledger: u64, entry: u64) -> bool {
-        let in_order = self.note_asked(ledger, entry);
-        in_order
-            || self.ahead.as_ref().is_some_and(|a| {
-                a.cache
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .follows_run(ledger, entry)
-            })
-    }
-
-    /// A single read without read-ahead, up to the device: answered already (deleted ledger,
-    /// read-ahead cache, not in the index) or where to read it.
+    /// A single read, up to the device: answered already (deleted ledger, not in the index)
+    /// or where to read it.
     fn single_read_of(
         &mut self,
         view: &ReadView,
@@ -204,16 +137,12 @@ impl<S: Storage> Reader<S> {
         if view.is_deleted(ledger) {
             return Ok(Single::Done(None));
         }
-        if let Some(body) = self.take_read_ahead(ledger, entry) {
-            return Ok(Single::Done(Some(body)));
-        }
         let Some(loc) = self.locate(view, ledger, entry)? else {
             return Ok(Single::Done(None));
         };
         let file = self.file(FileKind::Segment, loc.segment as u64)?;
         Ok(Single::Device(loc, file))
     }
-
     /// Submits every read of `pending` (the storage port queues them; the first wait enters
     /// the kernel once for all), then reaps them as they complete. A short read (a fault, or
     /// a file shorter than the index says) is read again alone, once the ring is drained.
@@ -288,113 +217,22 @@ impl<S: Storage> Reader<S> {
         done
     }
 
-    /// The entry from the read-ahead cache, taken out of it (read-ahead off: `None`). When
-    /// it was its ledger's trigger, the next run is due ([`take_due`](Self::take_due)).
-    fn take_read_ahead(&mut self, ledger: u64, entry: u64) -> Option<Bytes> {
-        let ahead = self.ahead.as_ref()?;
-        let (body, next) = ahead
-            .cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take_and_trigger(ledger, entry);
-        if let Some(next) = next {
-            self.due.push((ledger, next));
-        }
-        body
-    }
-
-    /// The runs this reader found due while reading (it took their triggers): the caller
-    /// reads them with [`prefetch`](Self::prefetch) once its replies are out.
-    pub fn take_due(&mut self) -> Vec<(u64, u64)> {
-        std::mem::take(&mut self.due)
-    }
-
-    /// Reads the run of `ledger` from `start` into the read-ahead cache, unasked: a sequential
-    /// reader has started on the run before it (module docs). Its first entry becomes the
-    /// trigger of the run after. Does nothing when read-ahead is off, the entry is cached
-    /// already, or the store does not have it (the reader caught up with the write cache).
-    /// Returns the entries read.
-    pub fn prefetch(
-        &mut self,
-        view: &ReadView,
-        ledger: u64,
-        start: u64,
-    ) -> Result<usize, StoreError> {
-        let mut entries = 0;
-        self.prefetch_runs(view, ledger, start, 1, |_, n| entries = n)?;
-        Ok(entries)
-    }
-
-    /// Records that `entry` of `ledger` was asked; true if it follows the previous one asked
-    /// (right after it, or up to `MAX_STRIDE` further: a reader across an ensemble).
-    fn note_asked(&mut self, ledger: u64, entry: u64) -> bool {
-        if self.ahead.is_none() {
-            return false;
-        }
-        if self.last_asked.len() >= SEQUENTIAL_LEDGERS && !self.last_asked.contains_key(&ledger) {
-            self.last_asked.clear();
-        }
-        let before = self.last_asked.insert(ledger, entry);
-        before.is_some_and(|b| entry > b && entry - b <= crate::read_cache::MAX_STRIDE)
-    }
-
-    /// Reads `entry`, from the read-ahead cache if there, else from disk with up to
-    /// `want - 1` entries after it when they are contiguous.
-    fn read_ahead_of(
-        &mut self,
-        view: &ReadView,
-        ledger: u64,
-        entry: u64,
-        want: usize,
-    ) -> Result<Option<Bytes>, StoreError> {
-        self.prune(view);
-        if view.is_deleted(ledger) {
-            return Ok(None);
-        }
-        if let Some(body) = self.take_read_ahead(ledger, entry) {
-            return Ok(Some(body));
-        }
-        let max_entries = match &self.ahead {
-            Some(a) if want > 1 => a.max_entries.min(want),
-            _ => 1,
-        };
-        let Some(bodies) = self.read_run(view, ledger, entry, max_entries)? else {
-            return Ok(None);
-        };
-        if bodies.len() > 1 {
-            self.runs_read += 1;
-            self.entries_ahead += bodies.len() as u64 - 1;
-        }
-        let ahead_of = bodies.len() > 1;
-        let mut bodies = bodies.into_iter();
-        let asked = bodies.next();
-        if let (Some(ahead), true) = (&self.ahead, ahead_of) {
-            let mut cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
-            let mut next = entry + 1;
-            for body in bodies {
-                cache.insert(ledger, next, body);
-                next += 1;
-            }
-            cache.note_run_end(ledger, next);
-            if want == usize::MAX {
-                // A sequential reader: the first entry it has yet to take starts the next run.
-                cache.set_trigger(ledger, entry + 1);
-            }
-        }
-        Ok(asked)
-    }
-
     /// Reads `entry` and up to `max_entries - 1` entries after it as one device read, as long
-    /// as their index locations follow one another in one segment (within the read-ahead's
-    /// byte limit), each verified. `None` when the store does not have `entry`; a bad entry
-    /// after the first ends the run (it is reported when asked for by itself).
-    fn read_run(
+    /// as their index locations follow one another in one segment (within the reader's run
+    /// byte limit), each verified: the asked entry first. `None` when the store does not have
+    /// `entry` (or its ledger is deleted); a bad entry after the first ends the run (it is
+    /// reported when asked for by itself).
+    pub fn read_run(
         &mut self,
         view: &ReadView,
         ledger: u64,
         entry: u64,
         max_entries: usize,
     ) -> Result<Option<Vec<Bytes>>, StoreError> {
+        self.prune(view);
+        if view.is_deleted(ledger) {
+            return Ok(None);
+        }
         let Some(plan) = self.plan_run(view, ledger, entry, max_entries)? else {
             return Ok(None);
         };
@@ -403,7 +241,12 @@ impl<S: Storage> Reader<S> {
                 segment::read_entry(&mut self.storage, plan.file, plan.locs[0], ledger, entry)?;
             return Ok(Some(vec![body]));
         }
-        self.read_plan(&plan).map(Some)
+        let bodies = self.read_plan(&plan)?;
+        if bodies.len() > 1 {
+            self.runs_read += 1;
+            self.entries_ahead += bodies.len() as u64 - 1;
+        }
+        Ok(Some(bodies))
     }
 
     /// Reads a planned run with one blocking device read and verifies its entries.
@@ -433,9 +276,10 @@ impl<S: Storage> Reader<S> {
             return Ok(None);
         };
         let file = self.file(FileKind::Segment, first.segment as u64)?;
-        let max_bytes = match &self.ahead {
-            Some(a) if max_entries > 1 => a.max_bytes as u64,
-            _ => 0,
+        let max_bytes = if max_entries > 1 {
+            self.run_bytes as u64
+        } else {
+            0
         };
         // The run: entries whose index locations follow one another in the same segment.
         let mut locs = vec![first];
@@ -475,44 +319,29 @@ impl<S: Storage> Reader<S> {
         }))
     }
 
-    /// Reads `ledger`'s run from `start` and up to `runs - 1` runs after it into the read-ahead
-    /// cache, unasked, with their device reads in flight together: the device reads the next
-    /// run while this thread verifies and caches the one before. Runs are cached in order, and
-    /// `landed(start, entries)` is told of each as soon as it is (0 entries: nothing to read,
-    /// the first run is cached or read already, or the store does not have it; an error
-    /// leaves the run to be read when asked). Once the last run is cached, the first run's
-    /// first entry becomes the trigger of the run after the group ([`prefetch`](Self::prefetch)).
-    pub fn prefetch_runs(
+    /// Reads `ledger`'s run from `start` and up to `runs - 1` runs after it, with their device
+    /// reads in flight together: the device reads the next run while this thread verifies the
+    /// one before. `landed(first entry, bodies, last)` is told of each run in order as soon as
+    /// it is read, `last` on the group's last (no bodies: the store does not have `start`, or
+    /// its ledger is deleted; an error ends the group, and is returned once what was read is
+    /// told).
+    pub fn read_runs(
         &mut self,
         view: &ReadView,
         ledger: u64,
         start: u64,
-        runs: usize,
-        mut landed: impl FnMut(u64, usize),
+        (runs, max_entries): (usize, usize),
+        mut landed: impl FnMut(u64, Vec<Bytes>, bool),
     ) -> Result<(), StoreError> {
-        let Some(ahead) = self.ahead.clone() else {
-            landed(start, 0);
-            return Ok(());
-        };
         self.prune(view);
         let mut plans: Vec<RunPlan> = Vec::new();
         let mut next = start;
         while plans.len() < runs.max(1) && !view.is_deleted(ledger) {
-            {
-                // Read already: cached, or a miss of the sequential reader read the run
-                // holding `next` while this prefetch waited (its entries may be taken since).
-                let cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
-                if cache.contains(ledger, next)
-                    || cache.read_past(ledger, next, ahead.max_entries as u64)
-                {
-                    break;
-                }
-            }
-            let plan = match self.plan_run(view, ledger, next, ahead.max_entries) {
+            let plan = match self.plan_run(view, ledger, next, max_entries.max(1)) {
                 Ok(Some(plan)) => plan,
                 Ok(None) => break,
                 Err(e) if plans.is_empty() => {
-                    landed(start, 0);
+                    landed(start, Vec::new(), true);
                     return Err(e);
                 }
                 Err(_) => break,
@@ -521,7 +350,7 @@ impl<S: Storage> Reader<S> {
             plans.push(plan);
         }
         if plans.is_empty() {
-            landed(start, 0);
+            landed(start, Vec::new(), true);
             return Ok(());
         }
         // Every device read goes in flight before the first is waited for. A read the ring
@@ -557,6 +386,9 @@ impl<S: Storage> Reader<S> {
                     submitted.iter_mut().for_each(|s| *s = false);
                 }
             }
+            if first_error.is_some() {
+                continue; // reap the rest, tell nothing more
+            }
             let bodies = match done[k].take() {
                 Some(Completion {
                     result: Ok(n),
@@ -566,29 +398,18 @@ impl<S: Storage> Reader<S> {
                 // Short, failed or not submitted: read alone.
                 _ => self.read_plan(plan),
             };
-            let n = match bodies {
+            let last = k + 1 == plans.len();
+            match bodies {
                 Ok(bodies) => {
-                    let n = bodies.len();
                     self.runs_read += 1;
-                    self.entries_ahead += n as u64;
-                    let mut cache = ahead.cache.lock().unwrap_or_else(|p| p.into_inner());
-                    for (i, body) in bodies.into_iter().enumerate() {
-                        cache.insert(ledger, plan.entry + i as u64, body);
-                    }
-                    cache.note_run_end(ledger, plan.entry + n as u64);
-                    if k + 1 == plans.len() {
-                        // The group's first entry: the next take at or past it (at once,
-                        // when the reader is on the first run already) asks for the next group.
-                        cache.set_trigger(ledger, start);
-                    }
-                    n
+                    self.entries_ahead += bodies.len() as u64;
+                    landed(plan.entry, bodies, last);
                 }
                 Err(e) => {
-                    first_error.get_or_insert(e);
-                    0
+                    landed(plan.entry, Vec::new(), true);
+                    first_error = Some(e);
                 }
-            };
-            landed(plan.entry, n);
+            }
         }
         match first_error {
             Some(e) => Err(e),
@@ -729,13 +550,6 @@ impl<S: Storage> Reader<S> {
         Ok(ids.into_iter().collect())
     }
 
-    /// The shared read-ahead cache's bytes, entries and hits so far (`None`: read-ahead off).
-    pub fn read_cache_stats(&self) -> Option<(usize, usize, u64)> {
-        let a = self.ahead.as_ref()?;
-        let c = a.cache.lock().unwrap_or_else(|p| p.into_inner());
-        Some((c.bytes(), c.len(), c.hits))
-    }
-
     /// Index-block cache hits and misses so far.
     pub fn cache_stats(&self) -> (u64, u64) {
         (self.cache.hits, self.cache.misses)
@@ -849,11 +663,11 @@ impl<S: Storage> Reader<S> {
     }
 }
 
-/// Tokens of the device reads of [`Reader::prefetch_runs`] (the first run's; the others
+/// Tokens of the device reads of [`Reader::read_runs`] (the first run's; the others
 /// follow), apart from [`Reader::read_each`]'s.
 const RUN_TOKEN: u64 = 1 << 40;
 
-/// A run to read ahead: `locs` are the locations of `ledger`'s entries from `entry` on, each
+/// A run to read: `locs` are the locations of `ledger`'s entries from `entry` on, each
 /// right after the one before in one segment file.
 struct RunPlan {
     ledger: u64,

@@ -38,20 +38,13 @@ fn meta(ledger: u64) -> LedgerMeta {
     }
 }
 
-/// A reader of `disk`'s store "l" with read-ahead into `cache` (runs of up to `max_entries`
-/// entries and `max_bytes` bytes).
-fn read_ahead_reader(
+/// A reader of `disk`'s store "l" whose runs may span `run_bytes`.
+fn run_reader(
     disk: &SimDisk,
     config: &LedgerStoreConfig,
-    cache: &std::sync::Arc<std::sync::Mutex<entrylog::ReadCache>>,
-    max_entries: usize,
-    max_bytes: usize,
+    run_bytes: usize,
 ) -> Reader<storage::sim::SimStorage> {
-    Reader::new(disk.storage("l"), config).with_read_ahead(entrylog::ReadAhead {
-        cache: cache.clone(),
-        max_entries,
-        max_bytes,
-    })
+    Reader::new(disk.storage("l"), config).with_run_bytes(run_bytes)
 }
 
 /// A store on `disk` (4 MiB entry logs) holding `count` entries of `len` bytes of one ledger,
@@ -817,13 +810,11 @@ fn flip_body_byte(disk: &SimDisk, loc: entrylog::Location) {
     s.close(f);
 }
 
-/// Read-ahead: a sequential reader gets a ledger's run in one read per batch and the rest from
-/// the cache, byte for byte; random reads read one entry each; a batch read starts a run at
-/// once; a corrupt entry inside a run fails only when it is asked for; a deleted ledger's
-/// cached entries are never served.
+/// Runs: `read_run` brings a ledger's contiguous entries in one device read, byte for byte,
+/// within its entry and byte limits; `read` reads one entry; a corrupt entry inside a run ends
+/// the run and fails only when it is asked for; a deleted ledger's entries are never read.
 #[test]
-fn read_ahead_serves_runs_from_one_read() {
-    use std::sync::{Arc, Mutex};
+fn a_run_is_one_device_read() {
     let disk = SimDisk::new(SimConfig::new(9));
     let config = LedgerStoreConfig {
         entry_log_size_bytes: 1 << 20,
@@ -844,81 +835,52 @@ fn read_ahead_serves_runs_from_one_read() {
         })
         .unwrap();
     let view = store.snapshot();
-    let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
-    let mut reader = read_ahead_reader(&disk, &config, &cache, 50, 64 << 10);
-    // The first read of a ledger is a single read; the next one starts read-ahead.
+    let mut reader = run_reader(&disk, &config, 64 << 10);
+    // A single read is one entry, not a run.
     assert_eq!(reader.read(&view, 1, 0).unwrap(), Some(body(1, 0, 0, 200)));
     assert_eq!(reader.runs_read, 0);
-    for e in 1..300 {
-        assert_eq!(
-            reader.read(&view, 1, e).unwrap(),
-            Some(body(1, e, 0, 200)),
-            "1:{e}"
-        );
-    }
     // 299 entries in runs of at most 50 (and 64 KiB: 232 B each fits 50): 6 device reads.
+    let mut e = 1;
+    while e < 300 {
+        let reads = disk.stats().reads;
+        let run = reader.read_run(&view, 1, e, 50).unwrap().unwrap();
+        // One device read for the run's entries (and at times one for the index blocks ahead).
+        assert!(
+            disk.stats().reads <= reads + 2,
+            "one device read from 1:{e}"
+        );
+        assert_eq!(run.len() as u64, 50.min(300 - e));
+        for (i, b) in run.into_iter().enumerate() {
+            assert_eq!(b, body(1, e + i as u64, 0, 200), "1:{}", e + i as u64);
+        }
+        e += 50;
+    }
     assert_eq!(reader.runs_read, 6, "runs");
     assert_eq!(reader.entries_ahead, 299 - 6);
-    assert_eq!(cache.lock().unwrap().hits, 299 - 6);
-    assert!(
-        cache.lock().unwrap().is_empty(),
-        "every entry read ahead was taken"
-    );
     // Past the ledger's end: nothing, and no error.
-    assert_eq!(reader.read(&view, 1, 300).unwrap(), None);
-
-    // The bookie's shard serves cache hits itself, so the reader sees only the misses; a miss
-    // right after a run still continues the sequence.
-    let fresh = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
-    let mut r2 = read_ahead_reader(&disk, &config, &fresh, 50, 64 << 10);
-    r2.read(&view, 1, 0).unwrap();
-    r2.read(&view, 1, 1).unwrap();
-    assert_eq!(r2.runs_read, 1);
-    for e in 2..51 {
-        assert_eq!(
-            fresh.lock().unwrap().take(1, e),
-            Some(body(1, e, 0, 200)),
-            "1:{e}"
-        );
-    }
-    assert_eq!(r2.read(&view, 1, 51).unwrap(), Some(body(1, 51, 0, 200)));
-    assert_eq!(r2.runs_read, 2, "the miss after a run reads the next run");
-    assert!(fresh.lock().unwrap().contains(1, 52));
-
-    // Random reads: one entry each.
-    for e in [100u64, 7, 250, 40] {
-        assert_eq!(reader.read(&view, 2, e).unwrap(), Some(body(2, e, 0, 150)));
-    }
-    assert_eq!(reader.runs_read, 6);
-
-    // A batch start reads its run at once, within its count.
-    assert_eq!(
-        reader.read_batch_start(&view, 2, 10, 20).unwrap(),
-        Some(body(2, 10, 0, 150))
-    );
-    assert_eq!(reader.runs_read, 7);
-    assert_eq!(cache.lock().unwrap().len(), 19);
-    for e in 11..30 {
-        assert_eq!(reader.read(&view, 2, e).unwrap(), Some(body(2, e, 0, 150)));
-    }
-    assert_eq!(reader.runs_read, 7, "served from the cache");
+    assert_eq!(reader.read_run(&view, 1, 300, 50).unwrap(), None);
+    // The byte limit: as many stored entries of ledger 2 (150 B and a header) as 2,400 bytes hold.
+    let mut small = run_reader(&disk, &config, 2400);
+    let fit = 2400 / (150 + entrylog::format::ENTRY_HEADER_BYTES);
+    assert_eq!(small.read_run(&view, 2, 0, 50).unwrap().unwrap().len(), fit);
+    // No byte limit set: one entry whatever is asked.
+    let mut none = Reader::new(disk.storage("l"), &config);
+    assert_eq!(none.read_run(&view, 2, 0, 50).unwrap().unwrap().len(), 1);
 
     // A corrupt entry inside a run: the entries before it come back, it fails alone, and the
     // ones after it read fine.
     let bad = reader.locate(&view, 2, 205).unwrap().unwrap();
     flip_body_byte(&disk, bad);
-    assert_eq!(
-        reader.read(&view, 2, 200).unwrap(),
-        Some(body(2, 200, 0, 150))
-    );
-    for e in 201..205 {
-        assert_eq!(
-            reader.read(&view, 2, e).unwrap(),
-            Some(body(2, e, 0, 150)),
-            "2:{e}"
-        );
+    let run = reader.read_run(&view, 2, 200, 50).unwrap().unwrap();
+    assert_eq!(run.len(), 5, "the run ends before the bad entry");
+    for (i, b) in run.into_iter().enumerate() {
+        assert_eq!(b, body(2, 200 + i as u64, 0, 150));
     }
     match reader.read(&view, 2, 205) {
+        Err(StoreError::Corruption { offset, .. }) => assert_eq!(offset, bad.offset),
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    match reader.read_run(&view, 2, 205, 50) {
         Err(StoreError::Corruption { offset, .. }) => assert_eq!(offset, bad.offset),
         other => panic!("expected corruption, got {other:?}"),
     }
@@ -927,12 +889,7 @@ fn read_ahead_serves_runs_from_one_read() {
         Some(body(2, 206, 0, 150))
     );
 
-    // Entries read ahead for a ledger that is then deleted are not served.
-    assert_eq!(
-        reader.read_batch_start(&view, 2, 250, 40).unwrap(),
-        Some(body(2, 250, 0, 150))
-    );
-    assert!(cache.lock().unwrap().contains(2, 251));
+    // A deleted ledger's entries are not read.
     store
         .flush(&FlushBatch {
             entries: Vec::new(),
@@ -945,15 +902,15 @@ fn read_ahead_serves_runs_from_one_read() {
         .unwrap();
     let view = store.snapshot();
     assert_eq!(reader.read(&view, 2, 251).unwrap(), None);
+    assert_eq!(reader.read_run(&view, 2, 250, 40).unwrap(), None);
 }
 
 /// `read_each`: many single reads with their device reads in flight together, answered in the
 /// asked order and byte for byte as `read` answers them (missing entries, unknown ledgers, a
-/// deleted ledger, a sequential pair that reads ahead); short reads are read again; a flipped
+/// deleted ledger); short reads are read again; a flipped
 /// bit is a corruption error for that entry alone, never wrong bytes.
 #[test]
 fn read_each_keeps_many_reads_in_flight() {
-    use std::sync::{Arc, Mutex};
     let disk = SimDisk::new(SimConfig::new(21).with_latency_us(50, 400));
     let config = LedgerStoreConfig {
         entry_log_size_bytes: 1 << 20,
@@ -992,17 +949,13 @@ fn read_each_keeps_many_reads_in_flight() {
         })
         .unwrap();
     let view = store.snapshot();
-    let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
-    let mut reader = read_ahead_reader(&disk, &config, &cache, 10, 64 << 10);
+    let mut reader = run_reader(&disk, &config, 64 << 10);
     // A shuffled set of keys, with some that are not there.
     let mut rng = SimRng::new(5);
     let mut asked: Vec<(u64, u64)> = Vec::new();
     for _ in 0..48 {
         asked.push((1 + rng.below(9), rng.below(44)));
     }
-    // A sequential pair: the second reads a run ahead.
-    asked.push((3, 20));
-    asked.push((3, 21));
     let expect = |l: u64, e: u64| {
         if l == 8 {
             None
@@ -1025,7 +978,7 @@ fn read_each_keeps_many_reads_in_flight() {
         stats.max_queued
     );
     assert!(stats.reads > before.reads);
-    assert!(reader.runs_read >= 1, "the sequential pair read ahead");
+    assert_eq!(reader.runs_read, 0, "single reads only");
 
     // Short reads are read again; bit flips are errors, never wrong bytes.
     disk.set_faults(
@@ -1050,92 +1003,12 @@ fn read_each_keeps_many_reads_in_flight() {
     assert_eq!(errors as u64 > 0, stats.bitflips > 0);
 }
 
-/// A reader across an ensemble (the Java client without sticky reads asks each of three
-/// bookies for every third entry) still reads ahead: after the first two reads, runs bring the
-/// entries it will ask for, and most of its reads are cache hits.
-#[test]
-fn strided_reads_read_ahead() {
-    use std::sync::{Arc, Mutex};
-    let disk = SimDisk::new(SimConfig::new(23));
-    let (config, _store, view) = flushed_ledger(&disk, 4, 300, 200);
-    let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(1 << 20)));
-    let mut reader = read_ahead_reader(&disk, &config, &cache, 50, 64 << 10);
-    let mut asked = 0u64;
-    for e in (1..300).step_by(3) {
-        // The bookie's shard answers cache hits itself; the reader sees only the misses.
-        let hit = cache.lock().unwrap().take(4, e);
-        let got = match hit {
-            Some(b) => Some(b),
-            None => {
-                asked += 1;
-                reader.read(&view, 4, e).unwrap()
-            }
-        };
-        assert_eq!(got, Some(body(4, e, 0, 200)), "4:{e}");
-    }
-    // 100 reads of every third entry: runs of 50 entries cover ~17 of them each.
-    assert!(reader.runs_read >= 5, "runs {}", reader.runs_read);
-    assert!(asked <= 12, "reads that reached the reader: {asked} of 100");
-}
-
-/// A broker-like catch-up reader (batches of 100 in order, the shard answering cache hits
-/// itself) is kept a run ahead: each run's first entry taken triggers the read of the next
-/// one, so after the first batch no read waits on the device, and the chain stops at the end
-/// of the ledger. The entries are the ones written.
-#[test]
-fn a_sequential_reader_is_kept_a_run_ahead() {
-    use std::sync::{Arc, Mutex};
-    let disk = SimDisk::new(SimConfig::new(29));
-    let (config, _store, view) = flushed_ledger(&disk, 6, 1000, 300);
-    let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(4 << 20)));
-    let mut reader = read_ahead_reader(&disk, &config, &cache, 100, 256 << 10);
-    let (mut misses, mut prefetched) = (0u64, 0usize);
-    for batch in 0..10u64 {
-        let mut due = Vec::new();
-        for e in batch * 100..(batch + 1) * 100 {
-            let (hit, next) = cache.lock().unwrap().take_and_trigger(6, e);
-            due.extend(next);
-            let got = match hit {
-                Some(b) => Some(b),
-                None => {
-                    misses += 1;
-                    reader.read(&view, 6, e).unwrap()
-                }
-            };
-            assert_eq!(got, Some(body(6, e, 0, 300)), "6:{e}");
-        }
-        // Between batches (a reader thread once its replies are out): the runs due.
-        due.extend(reader.take_due().into_iter().map(|(_, e)| e));
-        for start in due {
-            prefetched += reader.prefetch(&view, 6, start).unwrap();
-        }
-    }
-    // The first batch: entry 0 alone (nothing before it), entry 1 reads the run after it.
-    assert_eq!(misses, 2, "reads that waited on the device");
-    assert!(
-        prefetched >= 800,
-        "entries read ahead unasked: {prefetched}"
-    );
-    assert_eq!(
-        reader.prefetch(&view, 6, 1000).unwrap(),
-        0,
-        "past the ledger's end"
-    );
-    let cache = cache.lock().unwrap();
-    assert!(
-        cache.len() <= 100,
-        "at most a run left unread: {}",
-        cache.len()
-    );
-}
-
 /// Read-ahead walks the index from the record it found rather than searching every run per
 /// entry (`Reader::locate_cursor`): with re-added entries in newer runs that overlap the older
 /// runs' key ranges, holes, and index blocks read ahead in groups, a sequential reader still
 /// gets the newest copy of every entry, and nothing for a missing one.
 #[test]
 fn read_ahead_takes_the_newest_copy_across_runs() {
-    use std::sync::{Arc, Mutex};
     let disk = SimDisk::new(SimConfig::new(11));
     let config = LedgerStoreConfig {
         entry_log_size_bytes: 4 << 20,
@@ -1176,15 +1049,23 @@ fn read_ahead_takes_the_newest_copy_across_runs() {
         store.flush(&batch).unwrap();
         let view = store.snapshot();
         assert!(view.runs().len() > 1, "overlapping runs to read across");
-        let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(4 << 20)));
-        let mut reader = read_ahead_reader(&disk, &config, &cache, 64, 64 << 10);
+        let mut reader = run_reader(&disk, &config, 64 << 10);
         for l in 1..=4u64 {
-            for e in 0..400 + 40 * round + 5 {
-                assert_eq!(
-                    reader.read(&view, l, e).unwrap(),
-                    model.get(&(l, e)).cloned(),
-                    "round {round}, {l}:{e}"
-                );
+            // A sequential reader: a run from each entry not brought by the run before.
+            let mut e = 0;
+            while e < 400 + 40 * round + 5 {
+                match reader.read_run(&view, l, e, 64).unwrap() {
+                    None => {
+                        assert_eq!(model.get(&(l, e)), None, "round {round}, {l}:{e}");
+                        e += 1;
+                    }
+                    Some(run) => {
+                        for b in run {
+                            assert_eq!(Some(&b), model.get(&(l, e)), "round {round}, {l}:{e}");
+                            e += 1;
+                        }
+                    }
+                }
             }
         }
         read_ahead_runs += reader.runs_read;
@@ -1195,52 +1076,37 @@ fn read_ahead_takes_the_newest_copy_across_runs() {
     );
 }
 
-/// `prefetch_runs`: the asked run and the ones after it are read with their device reads in
-/// flight together (on the simulated disk, whose latency makes them overlap), cached in order
-/// and reported one by one; the group's first entry is the trigger of the next ask; a run read
-/// already, or past the ledger's end, reports nothing; a group stops at the ledger's end.
+/// `read_runs`: the asked run and the ones after it are read with their device reads in
+/// flight together (on the simulated disk, whose latency makes them overlap) and told one by
+/// one, in order, byte for byte; a group stops at the ledger's end, and past it nothing is read.
 #[test]
-fn prefetch_runs_reads_several_runs_in_flight() {
-    use std::sync::{Arc, Mutex};
+fn read_runs_reads_several_runs_in_flight() {
     let disk = SimDisk::new(SimConfig::new(31).with_latency_us(50, 200));
     let (config, _store, view) = flushed_ledger(&disk, 8, 290, 300);
-    let cache = Arc::new(Mutex::new(entrylog::ReadCache::new(4 << 20)));
-    let mut reader = read_ahead_reader(&disk, &config, &cache, 50, 256 << 10);
-    // Up to three runs from `start`: the runs reported, (first entry, entries).
-    let mut prefetch = |start: u64| {
+    let mut reader = run_reader(&disk, &config, 256 << 10);
+    // Up to three runs of 50 from `start`: the runs told, (first entry, entries).
+    let mut read_runs = |start: u64| {
         let mut landed = Vec::new();
+        let before = disk.stats().max_queued;
         reader
-            .prefetch_runs(&view, 8, start, 3, |s, n| landed.push((s, n)))
+            .read_runs(&view, 8, start, (3, 50), |s, bodies, last| {
+                for (i, b) in bodies.iter().enumerate() {
+                    assert_eq!(b, &body(8, s + i as u64, 0, 300), "8:{}", s + i as u64);
+                }
+                landed.push((s, bodies.len(), last));
+            })
             .unwrap();
-        (landed, reader.runs_read)
+        (landed, reader.runs_read, before)
     };
-    let take_all = |entries: &mut dyn Iterator<Item = u64>| {
-        for e in entries {
-            let got = cache.lock().unwrap().take(8, e);
-            assert_eq!(got, Some(body(8, e, 0, 300)), "8:{e}");
-        }
-    };
+    let (landed, runs, _) = read_runs(0);
     assert_eq!(
-        prefetch(0),
-        (vec![(0, 50), (50, 50), (100, 50)], 3),
+        landed,
+        vec![(0, 50, false), (50, 50, false), (100, 50, true)],
         "in order, one by one"
     );
-    for e in 0..150 {
-        assert!(cache.lock().unwrap().contains(8, e), "8:{e} cached");
-    }
-    assert!(!cache.lock().unwrap().contains(8, 150));
-    // The group's first entry, set once the whole group is cached, triggers the next ask,
-    // from the group's end, once.
-    assert_eq!(cache.lock().unwrap().take_and_trigger(8, 0).1, Some(150));
-    assert_eq!(cache.lock().unwrap().take_and_trigger(8, 50).1, None);
-    assert_eq!(cache.lock().unwrap().take_and_trigger(8, 100).1, None);
-    take_all(&mut (1..150).filter(|e| e % 50 != 0));
-
-    // Read already (its entries taken since): nothing read again.
-    assert_eq!(prefetch(100), (vec![(100, 0)], 3));
-
+    assert_eq!(runs, 3);
+    assert!(disk.stats().max_queued >= 2, "the device reads overlapped");
     // Up to the ledger's end: the group stops there, and past it nothing is read.
-    assert_eq!(prefetch(200), (vec![(200, 50), (250, 40)], 5));
-    take_all(&mut (200..290));
-    assert_eq!(prefetch(290), (vec![(290, 0)], 5));
+    assert_eq!(read_runs(200).0, vec![(200, 50, false), (250, 40, true)]);
+    assert_eq!(read_runs(290).0, vec![(290, 0, true)]);
 }

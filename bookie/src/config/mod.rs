@@ -113,6 +113,18 @@ pub struct ReadAheadConfig {
     pub batch_bytes: usize,
 }
 
+impl ReadAheadConfig {
+    /// Entries one run read may bring: `batch_entries`, or 1 (read-ahead off) without a cache
+    /// or a byte budget.
+    pub fn run_entries(&self) -> usize {
+        if self.cache_bytes == 0 || self.batch_bytes == 0 {
+            1
+        } else {
+            self.batch_entries.max(1)
+        }
+    }
+}
+
 impl Default for ReadAheadConfig {
     fn default() -> Self {
         ReadAheadConfig {

@@ -2,11 +2,11 @@
 //! bounded queue, served against the view each read carries. What waits in the queue is taken
 //! as one batch: its single-entry reads go to `Reader::read_each`, which puts their device
 //! reads in flight together on the reader's ring (random reads at the disk's depth from one
-//! thread), within the journal-first share (`disk_share`); sequential reads read ahead a run
-//! at a time. Replies go straight to the shard holding the connection, in the batch's order.
-//! Then the runs due for sequential readers (`DiskRead::Prefetch` from the shards, and the
-//! triggers this reader took itself) are read into the read-ahead cache: a catch-up reader
-//! finds its next batch there instead of waiting on the device.
+//! thread), within the journal-first share (`disk_share`); a run read (the shard's read-ahead
+//! saw a sequential reader, `read::ahead`) reads the entries after the asked one in the same
+//! device read. Replies go straight to the shard holding the connection, in the batch's order.
+//! Then the runs the shard asked for (`DiskRead::Prefetch`) are read. Every run read goes back
+//! to the ledger's shard (`RunLanded`, with its bodies): the reader keeps no read-ahead state.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -21,6 +21,7 @@ use crate::admin::metrics::Metrics;
 use crate::read::disk_share::Shared;
 use crate::shard::mailbox::{ReadJob, RemoteReply, RunLanded, ShardHandle};
 use crate::store::ledger::{DiskRead, LedgerTable};
+use bytes::Bytes;
 
 /// A reader thread's storage port: its own ring, taking turns in the bookie's disk share.
 pub type ReaderStorage = Shared<RealStorage>;
@@ -35,7 +36,7 @@ pub fn serve_reads(
     reader: &mut Reader<ReaderStorage>,
     jobs: &crossbeam_channel::Receiver<ReadJob>,
     peers: &[ShardHandle],
-    (max_deferred, max_batch): (usize, usize),
+    (max_deferred, max_batch, run_entries): (usize, usize, usize),
     mut stats: ReadStats,
 ) {
     let mut deferred: VecDeque<ReadJob> = VecDeque::new();
@@ -75,7 +76,7 @@ pub fn serve_reads(
             }
         }
         if !batch.is_empty() {
-            serve_batch(reader, &mut batch, peers);
+            serve_batch(reader, &mut batch, peers, run_entries);
             stats.update(reader);
         }
     }
@@ -95,7 +96,7 @@ fn take_job(
 ) {
     if matches!(job.read, DiskRead::Prefetch { .. }) {
         // No reply to send: neither the connection's room nor its end matter, and a run the
-        // shard parked reads on must always be reported (`run_waits`).
+        // shard parked reads on must always be reported (`read::ahead`).
         batch.push(job);
         return;
     }
@@ -117,46 +118,57 @@ fn take_job(
 }
 
 /// Serves a batch: single-entry reads through `Reader::read_each` (their device reads in
-/// flight together), the others (batch reads, entry lists, LAC reads) one by one; the replies
-/// go out in the batch's order once all are done. Prefetches come last, after the replies.
+/// flight together), the others (run reads, batch reads, entry lists, LAC reads) one by one;
+/// the replies go out in the batch's order once all are done, and a run read's entries after
+/// the asked one go to the ledger's shard. Prefetches come last, after the replies.
 fn serve_batch(
     reader: &mut Reader<ReaderStorage>,
     batch: &mut Vec<ReadJob>,
     peers: &[ShardHandle],
+    run_entries: usize,
 ) {
-    // Per run: its view, ledger, first entry, and the shard to report it to.
-    let mut prefetches: Vec<(Arc<ReadView>, u64, u64, Option<usize>)> = Vec::new();
+    // Per run asked: its view, ledger, first entry, and the shard to send it to.
+    let mut prefetches: Vec<(Arc<ReadView>, u64, u64, usize)> = Vec::new();
     batch.retain(|job| match job.read {
-        DiskRead::Prefetch {
-            ledger,
-            entry,
-            report,
-        } => {
-            let report = report.then_some(job.origin);
-            prefetches.push((job.view.clone(), ledger as u64, entry as u64, report));
+        DiskRead::Prefetch { ledger, entry } => {
+            prefetches.push((job.view.clone(), ledger as u64, entry as u64, job.shard));
             false
         }
         _ => true,
     });
-    let last_view = batch.last().map(|job| job.view.clone());
     let mut responses: Vec<Option<Response>> = Vec::with_capacity(batch.len());
+    // The entries run reads brought after their asked ones, for the ledgers' shard.
+    let mut runs: Vec<(usize, RunLanded)> = Vec::new();
     // The single-entry reads: where each answers in the batch and its reply's fields, and
     // what it asks.
     let mut singles: Vec<(usize, i64, i64, Option<i64>)> = Vec::new();
     let mut asked: Vec<(&ReadView, u64, u64)> = Vec::new();
     for (at, job) in batch.iter().enumerate() {
-        if let DiskRead::Entry {
-            ledger,
-            entry,
-            reply_entry_id,
-            max_lac,
-        } = job.read
-        {
-            singles.push((at, ledger, reply_entry_id, max_lac));
-            asked.push((&*job.view, ledger as u64, entry as u64));
-            responses.push(None);
-        } else {
-            responses.push(Some(execute(reader, &job.view, &job.read)));
+        match job.read {
+            DiskRead::Entry {
+                ledger,
+                entry,
+                reply_entry_id,
+                max_lac,
+            } if job.run <= 1 => {
+                singles.push((at, ledger, reply_entry_id, max_lac));
+                asked.push((&*job.view, ledger as u64, entry as u64));
+                responses.push(None);
+            }
+            DiskRead::Entry { ledger, entry, .. } => {
+                let (reply, rest) = run_read(reader, &job.view, &job.read, job.run);
+                responses.push(Some(reply));
+                // Always sent, even empty: the shard parked the reads behind it on it. Its
+                // first entry is the trigger of the run after it.
+                let run = RunLanded {
+                    ledger,
+                    start: entry + 1,
+                    bodies: rest,
+                    trigger: Some(entry + 1),
+                };
+                runs.push((job.shard, run));
+            }
+            _ => responses.push(Some(execute(reader, &job.view, &job.read, run_entries))),
         }
     }
     if !asked.is_empty() {
@@ -179,31 +191,31 @@ fn serve_batch(
             response.expect("every read of the batch answered"),
         );
     }
-    let due = reader.take_due();
-    if let Some(view) = last_view {
-        prefetches.extend(due.into_iter().map(|(l, e)| (view.clone(), l, e, None)));
+    for (shard, run) in runs {
+        // The shard only stops at process exit.
+        let _ = peers[shard].landed.send(run);
     }
-    for (view, ledger, entry, report) in prefetches {
+    for (view, ledger, entry, shard) in prefetches {
         // A run a shard asked for has reads waiting on it: the run after it is read along,
-        // so the device reads it while this thread checks and caches the first. Not while a
-        // journal waits for the disk: then a read more in flight is a commit's wait.
-        let runs = if report.is_some() && !reader.storage().share().journal_waits() {
-            RUNS_PER_ASK
-        } else {
+        // so the device reads it while this thread checks the first. Not while a journal
+        // waits for the disk: then a read more in flight is a commit's wait.
+        let runs = if reader.storage().share().journal_waits() {
             1
+        } else {
+            RUNS_PER_ASK
         };
-        let landed = |start: u64, entries: usize| {
-            if let Some(shard) = report {
-                // The shard only stops at process exit.
-                let _ = peers[shard].landed.send(RunLanded {
-                    ledger: ledger as i64,
-                    start: start as i64,
-                    entries,
-                });
-            }
+        let landed = |start: u64, bodies: Vec<Bytes>, last: bool| {
+            // The group's first entry, on its last run: the next take at or past it (at once,
+            // when the client is on the first run already) asks for the next group.
+            let _ = peers[shard].landed.send(RunLanded {
+                ledger: ledger as i64,
+                start: start as i64,
+                bodies,
+                trigger: last.then_some(entry as i64),
+            });
         };
-        if let Err(e) = reader.prefetch_runs(&view, ledger, entry, runs, landed) {
-            // Only a read ahead: the entries are read again, and reported, when asked for.
+        if let Err(e) = reader.read_runs(&view, ledger, entry, (runs, run_entries), landed) {
+            // Only a read ahead: the entries are read again when asked for.
             log::warn!("read-ahead of ledger {ledger} from entry {entry} failed: {e}");
         }
     }
@@ -243,12 +255,6 @@ impl ReadStats {
             .fetch_add(reader.entries_ahead - self.entries, Ordering::Relaxed);
         self.runs = reader.runs_read;
         self.entries = reader.entries_ahead;
-        if let Some((bytes, count, hits)) = reader.read_cache_stats() {
-            m.read_cache_bytes.store(bytes as i64, Ordering::Relaxed);
-            m.read_cache_count.store(count as i64, Ordering::Relaxed);
-            // The cache is shared: its hit count is the shard's, not this reader's.
-            m.read_cache_hits.fetch_max(hits, Ordering::Relaxed);
-        }
     }
 }
 
@@ -346,7 +352,48 @@ pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
     }
 }
 
-fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: &DiskRead) -> Response {
+/// A run read of an entry (`run` entries from it in one device read): the entry's reply, and
+/// the entries after it.
+fn run_read(
+    reader: &mut Reader<ReaderStorage>,
+    view: &ReadView,
+    read: &DiskRead,
+    run: usize,
+) -> (Response, Vec<Bytes>) {
+    let DiskRead::Entry {
+        ledger,
+        entry,
+        reply_entry_id,
+        max_lac,
+    } = *read
+    else {
+        return (execute(reader, view, read, 1), Vec::new());
+    };
+    match reader.read_run(view, ledger as u64, entry as u64, run) {
+        Ok(Some(mut bodies)) => {
+            let rest = bodies.split_off(1);
+            let reply = entry_reply(ledger, reply_entry_id, max_lac, bodies.pop());
+            (reply, rest)
+        }
+        Ok(None) => (
+            entry_reply(ledger, reply_entry_id, max_lac, None),
+            Vec::new(),
+        ),
+        Err(e) => {
+            log::error!("cache-miss read {read:?} failed: {e}");
+            (error_reply(read, StatusCode::EIO), Vec::new())
+        }
+    }
+}
+
+/// A read other than a run read; `run_entries`: the most entries one device read of a batch
+/// read brings.
+fn execute(
+    reader: &mut Reader<ReaderStorage>,
+    view: &ReadView,
+    read: &DiskRead,
+    run_entries: usize,
+) -> Response {
     let fail = |read: &DiskRead, e: entrylog::StoreError| {
         log::error!("cache-miss read {read:?} failed: {e}");
         error_reply(read, StatusCode::EIO)
@@ -376,25 +423,24 @@ fn execute(reader: &mut Reader<ReaderStorage>, view: &ReadView, read: &DiskRead)
             let mut entries = Vec::new();
             let mut size = 0i64;
             let mut id = start;
-            while (entries.len() as i64) < limit {
-                // The first entry reads the batch's run ahead in one read (up to the count).
-                let got = if entries.is_empty() {
-                    let want = usize::try_from(limit).unwrap_or(usize::MAX);
-                    reader.read_batch_start(view, ledger as u64, id as u64, want)
-                } else {
-                    reader.read(view, ledger as u64, id as u64)
-                };
-                match got {
-                    Ok(Some(body)) => {
-                        size += body.len() as i64 + 4;
-                        if !entries.is_empty() && size > max_size {
-                            break;
-                        }
-                        entries.push(body);
-                        id += 1;
+            'batch: while (entries.len() as i64) < limit {
+                // Each device read brings a run of the batch (up to its count).
+                let left = usize::try_from(limit - entries.len() as i64).unwrap_or(usize::MAX);
+                let run =
+                    match reader.read_run(view, ledger as u64, id as u64, left.min(run_entries)) {
+                        Ok(Some(run)) => run,
+                        Ok(None) => break,
+                        Err(e) if entries.is_empty() => return fail(read, e),
+                        // A bad entry after the first: the batch ends before it.
+                        Err(_) => break,
+                    };
+                for body in run {
+                    size += body.len() as i64 + 4;
+                    if !entries.is_empty() && size > max_size {
+                        break 'batch;
                     }
-                    Ok(None) => break,
-                    Err(e) => return fail(read, e),
+                    entries.push(body);
+                    id += 1;
                 }
             }
             if entries.is_empty() {

@@ -53,7 +53,11 @@ impl Shard {
         );
         m.ledgers.store(self.table.len() as i64, Relaxed);
         m.read_ahead_parked
-            .store(self.run_waits.parked() as i64, Relaxed);
+            .store(self.read_ahead.parked() as i64, Relaxed);
+        let (bytes, count, hits) = self.read_ahead.cache_stats();
+        m.read_cache_bytes.store(bytes as i64, Relaxed);
+        m.read_cache_count.store(count as i64, Relaxed);
+        m.read_cache_hits.store(hits, Relaxed);
         m.journal_records.store(j.records, Relaxed);
         m.journal_groups.store(j.groups, Relaxed);
         m.journal_syncs.store(j.syncs, Relaxed);

@@ -10,6 +10,7 @@
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use entrylog::{FlushStats, ReadView};
 use net::{RequestFrame, ResponseFrame, ResponseHeader};
 use tokio::sync::mpsc;
@@ -80,15 +81,17 @@ pub struct ShardInbox {
     pub landed: mpsc::UnboundedReceiver<RunLanded>,
 }
 
-/// A reader thread's report of a read-ahead run its shard asked for (`DiskRead::Prefetch`
-/// with `report`): the entries it put in the read-ahead cache, 0 when it read none (cached
-/// already, not in the store, or the read failed). The reads the shard parked on the run
-/// (`run_waits`) are answered then.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A run a reader thread read for its shard's read-ahead (`read::ahead`): a run asked for
+/// (`DiskRead::Prefetch`), or the entries after a run read's asked entry. The shard puts the
+/// bodies in its read-ahead cache and answers the reads parked on the run; no bodies: nothing
+/// read (not in the store, or the read failed), and those reads go to a reader.
+#[derive(Debug)]
 pub struct RunLanded {
     pub ledger: i64,
     pub start: i64,
-    pub entries: usize,
+    pub bodies: Vec<Bytes>,
+    /// The entry whose take asks for the run after this one (`read::cache` triggers).
+    pub trigger: Option<i64>,
 }
 
 /// A request to collect garbage (sent by the GC driver to each shard, which forwards it to
@@ -143,6 +146,12 @@ pub struct ReadJob {
     pub timing: u64,
     pub view: Arc<ReadView>,
     pub read: DiskRead,
+    /// Entries to read from the asked one in one device read (1: the entry alone). With more,
+    /// the entries after the asked one go to the ledger's shard (`shard`) as a [`RunLanded`].
+    pub run: usize,
+    /// The shard that owns the ledger (and its read-ahead).
+    pub shard: usize,
+    /// The shard holding the connection, which the reply goes to.
     pub origin: usize,
     pub conn_id: u64,
     /// The connection's state: a read for a closed one is skipped, one for a connection

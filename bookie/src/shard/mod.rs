@@ -41,9 +41,9 @@ use crate::admin::readonly::BookieState;
 use crate::config::BookieConfig;
 use crate::conn::{Conn, ConnShared, RequestSink};
 use crate::gc::reclaim::Reclaimer;
+use crate::read::ahead::ReadAhead;
 use crate::read::disk_share::DiskShare;
 use crate::read::read_thread;
-use crate::read::run_waits::RunWaits;
 use crate::shard::mailbox::{
     FlushJob, GcRequest, ReadJob, RemoteReply, RemoteRequest, RunLanded, ShardHandle, StoreEvent,
 };
@@ -211,8 +211,9 @@ pub struct Shard {
     journal_dir: PathBuf,
     /// The fastest a flush may write (`flush_rate_bytes_per_sec`; 0: unpaced).
     flush_rate_ceiling: u64,
-    /// Cache-miss reads waiting for a read-ahead run in flight, with where they answer.
-    run_waits: RunWaits<(DiskRead, Responder)>,
+    /// The read-ahead: its cache, the runs in flight and the reads parked on them, with
+    /// where they answer (`crate::read::ahead`).
+    read_ahead: ReadAhead<(DiskRead, Responder)>,
     /// The connection state of read-ahead runs, which reply to nobody.
     no_conn: Arc<ConnShared>,
     pub stats: ShardStats,
@@ -337,9 +338,10 @@ impl Shard {
             flush_interval: config.flush_interval,
             flush_rate_ceiling: config.flush_rate_bytes_per_sec,
             journal_dir: journal_dir.clone(),
-            run_waits: RunWaits::new(
-                config.read_ahead.batch_entries as u64,
-                2 * config.read_ahead.batch_entries.max(1),
+            // One read-ahead cache per shard (`dbStorage_readAheadCacheMaxSizeMb` shared out).
+            read_ahead: ReadAhead::new(
+                config.read_ahead.cache_bytes / config.shard_count().max(1),
+                config.read_ahead.run_entries(),
             ),
             no_conn,
             stats: ShardStats::default(),

@@ -97,15 +97,10 @@ pub enum DiskRead {
         entry: i64,
         lac_body: Option<Bytes>,
     },
-    /// No request's: the next run of a sequential reader, read into the read-ahead cache
-    /// before it is asked for (`entrylog::Reader::prefetch`). Nothing is replied; with
-    /// `report`, the reader tells the ledger's shard (`origin`) when the run landed
-    /// (`mailbox::RunLanded`), for the reads parked on it (`run_waits`).
-    Prefetch {
-        ledger: i64,
-        entry: i64,
-        report: bool,
-    },
+    /// No request's: the run of a sequential reader from `entry`, read before it is asked for
+    /// (`read::ahead`). Nothing is replied; the reader sends the run to the ledger's shard
+    /// (`mailbox::RunLanded`), for its read-ahead cache and the reads parked on it.
+    Prefetch { ledger: i64, entry: i64 },
 }
 
 /// A reply, or the disk read that will produce it.

@@ -11,10 +11,10 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc as std_mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use entrylog::{LedgerStore, LedgerStoreConfig, ReadAhead, ReadCache, ReadView, Reader, Recovered};
+use entrylog::{LedgerStore, LedgerStoreConfig, ReadView, Reader, Recovered};
 use net::StatusCode;
 use storage::dirset::Placement;
 use tokio::sync::mpsc;
@@ -43,9 +43,6 @@ pub struct LedgerStorageLink {
     /// The journal-first share of the disk: readers take turns in it, the shard reports its
     /// journal to it.
     pub disk_share: Arc<DiskShare>,
-    /// The shard's read-ahead cache (`None`: read-ahead off): the shard serves hits itself,
-    /// without the hop to a reader thread.
-    pub read_cache: Option<Arc<Mutex<ReadCache>>>,
 }
 
 /// Starts the flusher (which opens the store) and the reader for one shard. Returns the link,
@@ -185,21 +182,13 @@ pub fn start(
     let (read_tx, read_rx) = crossbeam_channel::bounded::<ReadJob>(read_queue);
     let mut reader_config = config.clone();
     reader_config.index_block_cache_bytes = (config.index_block_cache_bytes / readers).max(1 << 20);
-    // One read-ahead cache per shard, shared by its readers.
-    let ra = &bookie.read_ahead;
-    let read_ahead = ReadAhead {
-        cache: Arc::new(Mutex::new(ReadCache::new(
-            ra.cache_bytes / bookie.shard_count().max(1),
-        ))),
-        max_entries: if ra.cache_bytes == 0 {
-            1
-        } else {
-            ra.batch_entries
-        },
-        max_bytes: ra.batch_bytes,
-    };
+    // Runs (read-ahead and batch reads) of up to this many entries and bytes; the shard
+    // decides which reads are runs (`read::ahead`) and keeps what they bring.
+    let run = (
+        bookie.read_ahead.run_entries(),
+        bookie.read_ahead.batch_bytes,
+    );
     for r in 0..readers {
-        let read_ahead = read_ahead.clone();
         let read_metrics = read_metrics.clone();
         let share = disk_share.clone();
         let dirs = dirs.clone();
@@ -237,13 +226,13 @@ pub fn start(
                     }
                 };
                 let storage = Shared::new(storage, share);
-                let mut reader = Reader::new(storage, &reader_config).with_read_ahead(read_ahead);
+                let mut reader = Reader::new(storage, &reader_config).with_run_bytes(run.1);
                 let stats = ReadStats::new(read_metrics, shard);
                 serve_reads(
                     &mut reader,
                     &read_rx,
                     &peers,
-                    (deferred_max, max_batch),
+                    (deferred_max, max_batch, run.0),
                     stats,
                 );
             })
@@ -258,8 +247,6 @@ pub fn start(
             flush_rate,
             reclaim,
             disk_share,
-            // The one condition the readers (`with_read_ahead`) and the shard's hits share.
-            read_cache: read_ahead.is_on().then(|| read_ahead.cache.clone()),
         },
         recovered,
         done_rx,

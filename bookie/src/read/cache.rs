@@ -4,23 +4,24 @@
 //!
 //! A catch-up reader asks for entry e, then e+1, e+2, ...; flushes store a ledger's entries
 //! contiguously (sorted by ledger and entry), so one large read at e's location brings the next
-//! entries too ([`crate::Reader`] does that read and verifies every entry it brings). They wait
+//! entries too (`entrylog::Reader::read_run` does that read and verifies every entry it brings). They wait
 //! here, keyed by (ledger, entry), until asked for. Eviction is first-in first-out within a
 //! byte budget, like Java's ring of segments: a run read ahead is consumed in order or not at
-//! all. Shared by the reader threads of one shard behind a mutex (held for a map operation
-//! only, never across I/O).
+//! all. Owned by one shard's read-ahead (`ahead`): the reader threads never touch it, they
+//! send what they read to the shard.
 //!
 //! A sequential reader is kept one run ahead: the run read for it carries a *trigger*, its
 //! first entry; taking that entry (the reader has started on the run) hands back where the
-//! next run starts ([`ReadCache::take_and_trigger`]), and the taker asks a reader thread to
-//! read that run before it is asked for (`Reader::prefetch`). A broker reading batches of 100
+//! next run starts ([`ReadCache::take_and_trigger`]), and the shard asks a reader thread to
+//! read that run before it is asked for (`DiskRead::Prefetch`). A broker reading batches of 100
 //! then finds each batch in the cache while the next one is read, instead of waiting on one
 //! device read per batch. At most one run per ledger is read unasked: a reader that stops
 //! leaves one run to age out.
 //!
 //! Entries are immutable once written (a ledger's entry id is assigned once by its single
 //! writer; recovery rewrites the same bytes), so a cached entry never goes stale; entries of a
-//! deleted ledger are never served because the reader checks its view first.
+//! deleted ledger are never served: the shard's ledger table answers a read of a ledger it no
+//! longer has before the cache is looked at, and they age out.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -163,12 +164,9 @@ impl ReadCache {
         self.bytes
     }
 
-    pub fn len(&self) -> usize {
+    /// Entries held.
+    pub fn entries(&self) -> usize {
         self.map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
     }
 }
 
@@ -251,7 +249,7 @@ mod tests {
         c.insert(1, 0, body(10, 0));
         c.insert(1, 0, body(20, 1));
         assert_eq!(c.bytes(), 20);
-        assert_eq!(c.len(), 1);
+        assert_eq!(c.entries(), 1);
         for e in 0..5000u64 {
             c.insert(7, e, body(8, 0));
             assert!(c.take(7, e).is_some());
