@@ -8,6 +8,7 @@ pub mod journal_recovery;
 pub mod journal_space;
 pub mod ledger;
 pub mod ledger_dirs;
+pub mod ledger_read;
 pub mod ledger_storage;
 pub mod lock;
 pub mod paced;
