@@ -315,14 +315,7 @@ pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
             ledger,
             reply_entry_id,
             ..
-        } => Response::ReadEntry {
-            status,
-            ledger_id: ledger,
-            entry_id: reply_entry_id,
-            body: None,
-            max_lac: None,
-            lac_update_timestamp: None,
-        },
+        } => LedgerTable::read_status(ledger, reply_entry_id, status),
         DiskRead::Batch {
             ledger,
             start,
@@ -341,14 +334,7 @@ pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
             last_entry_body: None,
         },
         // Never sent: a prefetch has no request to answer.
-        DiskRead::Prefetch { ledger, entry, .. } => Response::ReadEntry {
-            status,
-            ledger_id: ledger,
-            entry_id: entry,
-            body: None,
-            max_lac: None,
-            lac_update_timestamp: None,
-        },
+        DiskRead::Prefetch { ledger, entry } => LedgerTable::read_status(ledger, entry, status),
     }
 }
 

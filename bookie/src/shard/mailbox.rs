@@ -61,7 +61,7 @@ pub struct ShardHandle {
     /// Accepted connections handed over for balance (round robin over shards).
     pub connections: mpsc::UnboundedSender<std::net::TcpStream>,
     pub admin: mpsc::UnboundedSender<AdminQuery>,
-    /// A reader thread's report of a read-ahead run the shard asked for (`run_waits`).
+    /// Runs a reader thread read for this shard's read-ahead (`read::ahead`), with their bodies.
     pub landed: mpsc::UnboundedSender<RunLanded>,
     /// Reply bytes the shard holds for its connections, not yet written (shared by the
     /// shard's connections; a reader thread looks at each connection's own room instead).

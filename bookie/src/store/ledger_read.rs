@@ -140,7 +140,8 @@ impl LedgerTable {
         Answer::Now(reply)
     }
 
-    fn read_status(ledger: i64, entry: i64, status: StatusCode) -> Response {
+    /// A READ_ENTRY reply with `status` and no body.
+    pub fn read_status(ledger: i64, entry: i64, status: StatusCode) -> Response {
         Response::ReadEntry {
             status,
             ledger_id: ledger,
