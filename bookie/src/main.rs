@@ -12,6 +12,8 @@
 //!   checks cookies, registers and unregisters (`admin/cluster.rs`); exit code 1 on a cookie
 //!   mismatch, 4 when the registration fails.
 
+#![deny(unsafe_code)]
+
 mod admin;
 mod config;
 mod conn;

@@ -22,6 +22,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};
 use std::time::Duration;
 
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::unistd::Pid;
 use tokio::io::unix::AsyncFd;
 use tokio::net::TcpSocket;
 use tokio::sync::{mpsc, watch};
@@ -375,13 +377,12 @@ fn pin_to_core(core: usize) {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(core % cpus, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            log::warn!("cannot pin shard to core {core}");
-        }
+    let mut set = CpuSet::new();
+    let pinned = set
+        .set(core % cpus)
+        .and_then(|()| sched_setaffinity(Pid::from_raw(0), &set));
+    if pinned.is_err() {
+        log::warn!("cannot pin shard to core {core}");
     }
 }
 
@@ -641,10 +642,8 @@ async fn serve_inbox<T>(
 }
 
 /// Wakes on the journal ring's completions (eventfd) or the group timer, and makes progress.
-async fn drive_journal(shard: Rc<RefCell<Shard>>, eventfd: Option<std::os::fd::RawFd>) {
-    // SAFETY: the eventfd belongs to the journal's ring, which the shard keeps open for as
-    // long as this task runs (the task is aborted before the shard is dropped).
-    let fd = match eventfd.map(|fd| unsafe { AsyncFd::register(EventFd(fd)) }) {
+async fn drive_journal(shard: Rc<RefCell<Shard>>, eventfd: Option<std::io::Result<EventFd>>) {
+    let fd = match eventfd.map(|fd| fd.and_then(watch)) {
         Some(Ok(fd)) => Some(fd),
         Some(Err(e)) => {
             log::error!("cannot watch the journal eventfd: {e}; polling instead");
@@ -675,6 +674,15 @@ async fn drive_journal(shard: Rc<RefCell<Shard>>, eventfd: Option<std::os::fd::R
         }
         shard.borrow_mut().drive();
     }
+}
+
+/// Registers the journal's eventfd with the shard's reactor. tokio's `AsyncFd::register` is
+/// `unsafe` whatever the descriptor's type (tokio#8587), so this is the crate's one `unsafe`.
+#[allow(unsafe_code)]
+fn watch(fd: EventFd) -> std::io::Result<AsyncFd<EventFd>> {
+    // SAFETY: `EventFd` owns its descriptor (a duplicate of the ring's eventfd) and always
+    // returns it from `as_raw_fd`, so it stays open and the same while the `AsyncFd` holds it.
+    unsafe { AsyncFd::register(fd) }.map_err(std::io::Error::from)
 }
 
 /// Directories for a log line: `/a, /b`.

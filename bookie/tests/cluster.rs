@@ -851,7 +851,7 @@ fn a_bookie_restarted_right_after_sigkill_registers_again() {
 
     // SIGKILL and restart at once, without waiting for the old process to be reaped.
     write(4_000);
-    b.signal(libc::SIGKILL);
+    b.signal(nix::sys::signal::Signal::SIGKILL);
     let mut again = start(&conf, port);
     b.kill();
     wait_for("the registration of the restarted bookie", || {

@@ -112,7 +112,7 @@ fn refuses_adds(b: &BookieProcess, ledger: i64, entry: i64) -> bool {
 
 /// SIGTERM, which must end the failed bookie within 30 s (any status: its journal is broken).
 fn stop_within(b: &mut BookieProcess, within: Duration) {
-    b.signal(libc::SIGTERM);
+    b.signal(nix::sys::signal::Signal::SIGTERM);
     assert!(
         eventually(within, || b.exited().is_some()),
         "the failed bookie did not stop within {within:?} of SIGTERM:\n{}",

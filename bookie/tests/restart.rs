@@ -4,7 +4,6 @@
 //! (a connection accepted earlier would have its adds hang behind the replaying shard).
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -15,6 +14,7 @@ use common::bookie::{BookieBuilder, BookieProcess};
 use common::{entry, free_port};
 use net::client::blocking::BlockingClient;
 use net::{Request, StatusCode};
+use nix::fcntl::{Flock, FlockArg};
 
 /// `bookie serve` with two shards on `port`, data under `dir`, stderr to `log` (or inherited).
 fn spawn(dir: &Path, port: u16, log: Option<&Path>) -> BookieProcess {
@@ -69,9 +69,8 @@ fn a_restart_waits_for_the_lock_of_a_dying_bookie() {
         .write(true)
         .open(journal.join("LOCK"))
         .unwrap();
-    // SAFETY: flock on a descriptor we own.
-    let rc = unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    assert_eq!(rc, 0, "cannot take the lock");
+    let held = Flock::lock(held, FlockArg::LockExclusiveNonblock)
+        .unwrap_or_else(|(_, e)| panic!("cannot take the lock: {e}"));
     let port = free_port();
     let log = dir.path().join("bookie.log");
     let mut b = spawn(dir.path(), port, Some(&log));

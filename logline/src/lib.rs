@@ -4,6 +4,8 @@
 //! bookie's "listening on", "torn tail", "bad frame"), so the format is fixed here, once. A
 //! leaf crate (it depends on `log` only) so that bkperf need not depend on the bookie.
 
+#![forbid(unsafe_code)]
+
 use std::sync::OnceLock;
 use std::time::Instant;
 

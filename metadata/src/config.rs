@@ -266,70 +266,36 @@ fn interface_ip(name: Option<&str>) -> Result<IpAddr> {
 }
 
 fn interface_ipv4(name: &str) -> Option<Ipv4Addr> {
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `head` with a list we free below with freeifaddrs.
-    if unsafe { libc::getifaddrs(&mut head) } != 0 {
-        return None;
-    }
-    let mut found = None;
-    let mut cur = head;
-    while !cur.is_null() {
-        // SAFETY: `cur` is a node of the list returned by getifaddrs, valid until freeifaddrs.
-        let ifa = unsafe { &*cur };
-        cur = ifa.ifa_next;
-        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
-            continue;
-        }
-        // SAFETY: ifa_name is a NUL-terminated C string owned by the list.
-        let n = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
-        // SAFETY: ifa_addr is non-null and points to a sockaddr of at least its family's size.
-        let family = unsafe { (*ifa.ifa_addr).sa_family } as i32;
-        if n.to_bytes() == name.as_bytes() && family == libc::AF_INET {
-            // SAFETY: family AF_INET means the sockaddr is a sockaddr_in.
-            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-            found = Some(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
-            break;
-        }
-    }
-    // SAFETY: `head` came from getifaddrs.
-    unsafe { libc::freeifaddrs(head) };
-    found
+    nix::ifaddrs::getifaddrs()
+        .ok()?
+        .filter(|ifa| ifa.interface_name == name)
+        .find_map(|ifa| Some(ifa.address?.as_sockaddr_in()?.ip()))
 }
 
 /// Reverse-resolves `ip` (getnameinfo with NI_NAMEREQD); fails like Java when the lookup only
 /// gives back the address.
+///
+/// The crate's one `unsafe`: getnameinfo is the C library's resolver (NSS: /etc/hosts, DNS),
+/// not a system call, and neither nix nor rustix wraps it.
+#[allow(unsafe_code)]
 fn canonical_host_name(ip: IpAddr) -> Result<String> {
-    let sa: std::net::SocketAddr = (ip, 0).into();
-    let (storage, len) = match sa {
-        std::net::SocketAddr::V4(v4) => {
-            // SAFETY: zeroed sockaddr_in is a valid value.
-            let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-            sin.sin_family = libc::AF_INET as libc::sa_family_t;
-            sin.sin_addr.s_addr = u32::from(*v4.ip()).to_be();
-            // SAFETY: zeroed storage is valid; we copy the sockaddr_in bytes into it.
-            let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    &sin as *const _ as *const u8,
-                    &mut st as *mut _ as *mut u8,
-                    std::mem::size_of::<libc::sockaddr_in>(),
-                )
-            };
-            (st, std::mem::size_of::<libc::sockaddr_in>())
-        }
-        std::net::SocketAddr::V6(_) => {
+    use nix::sys::socket::{SockaddrIn, SockaddrLike};
+    let sin = match ip {
+        IpAddr::V4(v4) => SockaddrIn::from(std::net::SocketAddrV4::new(v4, 0)),
+        IpAddr::V6(_) => {
             return Err(MetaError::Config(
                 "useHostNameAsBookieID with an IPv6 address is not supported".into(),
             ))
         }
     };
-    let mut host = [0 as libc::c_char; 1025];
-    // SAFETY: pointers and lengths describe valid buffers for the duration of the call.
+    let mut host = [0u8; 1025];
+    // SAFETY: `sin` is a valid sockaddr_in of `sin.len()` bytes and `host` a writable buffer of
+    // its length, both alive for the call; no service is asked for (null, 0).
     let rc = unsafe {
         libc::getnameinfo(
-            &storage as *const _ as *const libc::sockaddr,
-            len as libc::socklen_t,
-            host.as_mut_ptr(),
+            sin.as_ptr(),
+            sin.len(),
+            host.as_mut_ptr().cast(),
             host.len() as libc::socklen_t,
             std::ptr::null_mut(),
             0,
@@ -341,10 +307,10 @@ fn canonical_host_name(ip: IpAddr) -> Result<String> {
             "useHostNameAsBookieID=true but {ip} has no reverse DNS name"
         )));
     }
-    // SAFETY: getnameinfo NUL-terminates `host` on success.
-    let name = unsafe { std::ffi::CStr::from_ptr(host.as_ptr()) }
-        .to_string_lossy()
-        .into_owned();
+    // getnameinfo NUL-terminates `host` on success.
+    let name = std::ffi::CStr::from_bytes_until_nul(&host)
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if name == ip.to_string() {
         return Err(MetaError::Config(format!(
             "reverse lookup of {ip} returned the address itself"
@@ -452,6 +418,13 @@ impl MetadataConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `listeningInterface` by name: the loopback's IPv4 address; an unknown name has none.
+    #[test]
+    fn an_interfaces_ipv4_address() {
+        assert_eq!(interface_ipv4("lo"), Some(Ipv4Addr::LOCALHOST));
+        assert_eq!(interface_ipv4("no-such-if0"), None);
+    }
 
     #[test]
     fn uri_forms() {

@@ -32,6 +32,8 @@
 //!
 //! Errors carry the exit code Java would use ([`MetaError::exit_code`]).
 
+#![deny(unsafe_code)]
+
 pub mod cli;
 pub mod cluster;
 pub mod config;

@@ -50,14 +50,9 @@ pub fn lock_data(host: &str) -> Vec<u8> {
 
 /// This machine's host name (what Java's `DNS.getDefaultHost` gives without a DNS server).
 pub fn host_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: `buf` is writable for its length; gethostname NUL-terminates within it or fails.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    nix::unistd::gethostname()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Whether a replication worker (or another bookie's GC) holds ledger `id`'s lock
@@ -140,6 +135,13 @@ pub async fn release(zk: &Client, lock: LedgerLock) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kernel's host name (gethostname), as /proc shows it.
+    #[test]
+    fn host_name_is_the_kernels() {
+        let proc = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        assert_eq!(host_name(), proc.trim_end_matches('\n'));
+    }
 
     #[test]
     fn paths_and_data_match_java() {

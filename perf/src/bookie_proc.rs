@@ -217,10 +217,11 @@ fn proc_cpu_s(pid: u32) -> Option<f64> {
 impl Drop for BookieChild {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
-            // SAFETY: plain kill(2) of our own child.
-            unsafe {
-                libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-            }
+            // Our own child.
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.child.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
             let deadline = Instant::now() + Duration::from_secs(10);
             loop {
                 match self.child.try_wait() {

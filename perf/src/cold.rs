@@ -20,8 +20,7 @@ use crate::stages;
 /// a bookie reading through it (a Java bookie) reads the disk. A drop that cannot be done (not
 /// root) is an error: a warm run must not be reported as one with the page cache dropped.
 pub fn drop_page_cache() -> Result<(), String> {
-    // SAFETY: sync(2) takes no arguments and cannot fail.
-    unsafe { libc::sync() };
+    nix::unistd::sync();
     std::fs::write("/proc/sys/vm/drop_caches", "1")
         .map_err(|e| format!("--drop-page-cache: /proc/sys/vm/drop_caches: {e} (needs root)"))
 }

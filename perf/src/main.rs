@@ -20,6 +20,8 @@
 //! workload against a bookie it starts ([`default_job`], [`bookie_proc`]). Logging goes to stderr through a tiny logger of our own; `-v` or
 //! `BKPERF_LOG=debug|trace|warn|error` change its level.
 
+#![forbid(unsafe_code)]
+
 mod bench;
 mod bookie_proc;
 mod cold;

@@ -22,9 +22,15 @@
 
 use crate::report::{self, Calibration, IntervalStat, LatencySummary, Table};
 use hdrhistogram::Histogram;
+use nix::errno::Errno;
+use nix::fcntl::{fallocate, open, FallocateFlags, OFlag};
+use nix::sys::stat::Mode;
+use nix::sys::uio::pwrite;
+use nix::unistd::fdatasync;
 use serde_json::{json, Value};
 use std::error::Error;
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -53,7 +59,7 @@ const SMALL_REGION: u64 = 64 << 20;
 
 /// An O_DIRECT file in the probe directory, removed on drop.
 struct ProbeFile {
-    fd: libc::c_int,
+    fd: OwnedFd,
     path: PathBuf,
 }
 
@@ -61,36 +67,39 @@ impl ProbeFile {
     fn create(dir: &Path, name: &str) -> Result<ProbeFile, BoxError> {
         let path = dir.join(name);
         let c = CString::new(path.as_os_str().as_bytes())?;
-        let flags = libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_DIRECT | libc::O_CLOEXEC;
-        // SAFETY: valid NUL-terminated path.
-        let fd = unsafe { libc::open(c.as_ptr(), flags, 0o644 as libc::c_uint) };
-        if fd < 0 {
-            let err = std::io::Error::last_os_error();
-            let hint = if err.raw_os_error() == Some(libc::EINVAL) {
-                " (the file system rejects O_DIRECT; tmpfs does: probe a directory on the real disk)"
-            } else {
-                ""
-            };
-            return Err(
-                format!("cannot open {} with O_DIRECT: {err}{hint}", path.display()).into(),
-            );
-        }
+        let flags =
+            OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_DIRECT | OFlag::O_CLOEXEC;
+        let fd = match open(c.as_c_str(), flags, Mode::from_bits_truncate(0o644)) {
+            Ok(fd) => fd,
+            Err(errno) => {
+                let hint = if errno == Errno::EINVAL {
+                    " (the file system rejects O_DIRECT; tmpfs does: probe a directory on the real disk)"
+                } else {
+                    ""
+                };
+                let err = std::io::Error::from(errno);
+                return Err(
+                    format!("cannot open {} with O_DIRECT: {err}{hint}", path.display()).into(),
+                );
+            }
+        };
         Ok(ProbeFile { fd, path })
     }
 
     fn pwrite(&self, buf: &AlignedBuf, offset: u64) -> Result<(), BoxError> {
-        let off = libc::off_t::try_from(offset)?;
-        // SAFETY: buf is valid for buf.len() bytes during the call.
-        let n = unsafe { libc::pwrite(self.fd, buf.as_ptr().cast(), buf.len(), off) };
-        if n < 0 {
-            return Err(format!(
-                "pwrite {}: {}",
-                self.path.display(),
-                std::io::Error::last_os_error()
-            )
-            .into());
-        }
-        if n as usize != buf.len() {
+        let off = i64::try_from(offset)?;
+        let n = match pwrite(&self.fd, buf, off) {
+            Ok(n) => n,
+            Err(errno) => {
+                return Err(format!(
+                    "pwrite {}: {}",
+                    self.path.display(),
+                    std::io::Error::from(errno)
+                )
+                .into())
+            }
+        };
+        if n != buf.len() {
             return Err(format!(
                 "pwrite {}: short write {n} of {}",
                 self.path.display(),
@@ -102,29 +111,25 @@ impl ProbeFile {
     }
 
     fn fdatasync(&self) -> Result<(), BoxError> {
-        // SAFETY: plain syscall on our fd.
-        if unsafe { libc::fdatasync(self.fd) } != 0 {
-            return Err(format!(
+        fdatasync(&self.fd).map_err(|errno| {
+            format!(
                 "fdatasync {}: {}",
                 self.path.display(),
-                std::io::Error::last_os_error()
+                std::io::Error::from(errno)
             )
-            .into());
-        }
-        Ok(())
+            .into()
+        })
     }
 
     fn fallocate(&self, len: u64) -> Result<(), BoxError> {
-        // SAFETY: plain syscall on our fd.
-        if unsafe { libc::fallocate(self.fd, 0, 0, libc::off_t::try_from(len)?) } != 0 {
-            return Err(format!(
+        fallocate(&self.fd, FallocateFlags::empty(), 0, i64::try_from(len)?).map_err(|errno| {
+            format!(
                 "fallocate {}: {}",
                 self.path.display(),
-                std::io::Error::last_os_error()
+                std::io::Error::from(errno)
             )
-            .into());
-        }
-        Ok(())
+            .into()
+        })
     }
 
     /// Fills `[0, len)` with `buf`-sized writes and syncs, so later writes are overwrites.
@@ -139,9 +144,8 @@ impl ProbeFile {
 }
 
 impl Drop for ProbeFile {
+    /// The descriptor is closed when `fd` drops, right after.
     fn drop(&mut self) {
-        // SAFETY: we own fd.
-        unsafe { libc::close(self.fd) };
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -717,12 +721,7 @@ mod tests {
         .expect("overwrite loop");
         assert_eq!(r.commits, 40, "wrapped around the 16-block region");
         assert_eq!(r.commit.len(), 40);
-        // SAFETY: plain fstat on an open fd.
-        let size = unsafe {
-            let mut st: libc::stat = std::mem::zeroed();
-            libc::fstat(file.fd, &mut st);
-            st.st_size
-        };
+        let size = nix::sys::stat::fstat(&file.fd).expect("fstat").st_size;
         assert_eq!(size, 16 * 4096, "overwrites never grow the file");
         let r = commit_loop(
             "f",

@@ -290,25 +290,14 @@ impl MachineInfo {
 
 /// `uname -r` plus the machine, via uname(2).
 fn kernel_release() -> String {
-    // SAFETY: utsname is plain bytes; uname fills it.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out pointer.
-    if unsafe { libc::uname(&mut u) } != 0 {
+    let Ok(u) = nix::sys::utsname::uname() else {
         return "unknown".into();
-    }
-    let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
     };
     format!(
         "{} {} {}",
-        field(&u.sysname),
-        field(&u.release),
-        field(&u.machine)
+        u.sysname().to_string_lossy(),
+        u.release().to_string_lossy(),
+        u.machine().to_string_lossy()
     )
 }
 

@@ -15,6 +15,11 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::sys::signal::{kill, Signal};
+use nix::sys::time::TimeVal;
+use nix::unistd::{sysconf, Pid, SysconfVar};
+
 /// One reading of a process.
 #[derive(Clone, Debug)]
 pub struct Sample {
@@ -61,7 +66,7 @@ impl Sample {
     /// This process, every thread it ever had (`getrusage(RUSAGE_SELF)`).
     pub fn own() -> Sample {
         let at = Instant::now();
-        let u = rusage(libc::RUSAGE_SELF);
+        let u = rusage(UsageWho::RUSAGE_SELF);
         Sample {
             at,
             cpu_s: u.cpu_s,
@@ -96,7 +101,7 @@ pub struct ThreadCost {
 impl ThreadCost {
     /// The calling thread's totals so far.
     pub fn now() -> ThreadCost {
-        rusage(libc::RUSAGE_THREAD)
+        rusage(UsageWho::RUSAGE_THREAD)
     }
 
     pub fn minus(&self, earlier: &ThreadCost) -> ThreadCost {
@@ -107,17 +112,22 @@ impl ThreadCost {
     }
 }
 
-fn rusage(who: libc::c_int) -> ThreadCost {
-    // SAFETY: rusage is plain data; getrusage fills it.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out pointer; RUSAGE_SELF and RUSAGE_THREAD are valid for the caller.
-    if unsafe { libc::getrusage(who, &mut u) } != 0 {
+fn rusage(who: UsageWho) -> ThreadCost {
+    let Ok(u) = getrusage(who) else {
         return ThreadCost::default();
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    };
+    let tv = |t: TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
     ThreadCost {
-        cpu_s: tv(u.ru_utime) + tv(u.ru_stime),
-        switches: (u.ru_nvcsw + u.ru_nivcsw).max(0) as u64,
+        cpu_s: tv(u.user_time()) + tv(u.system_time()),
+        switches: (u.voluntary_context_switches() + u.involuntary_context_switches()).max(0) as u64,
+    }
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`; -1 when unknown, as sysconf says).
+fn clock_ticks() -> std::ffi::c_long {
+    match sysconf(SysconfVar::CLK_TCK) {
+        Ok(Some(hz)) => hz,
+        _ => -1,
     }
 }
 
@@ -167,8 +177,7 @@ pub(crate) fn cpu_s(stat: &str) -> Option<f64> {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let utime: f64 = f.get(11)?.parse().ok()?;
     let stime: f64 = f.get(12)?.parse().ok()?;
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let hz = clock_ticks().max(1) as f64;
     Some((utime + stime) / hz)
 }
 
@@ -224,10 +233,8 @@ impl SyscallCount {
         if let Ok(Some(_)) = self.child.try_wait() {
             return;
         }
-        // SAFETY: plain kill(2) of our own, not yet reaped, child.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
-        }
+        // Our own, not yet reaped, child.
+        let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGINT);
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
         while let Ok(None) = self.child.try_wait() {
             if Instant::now() > deadline {
@@ -263,7 +270,7 @@ mod tests {
     #[test]
     fn parses_proc_text() {
         let stat = "42 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 250 150 0 0";
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        let hz = clock_ticks() as f64;
         assert_eq!(cpu_s(stat), Some(400.0 / hz));
         let status = "Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
         assert_eq!(context_switches(status), 15);

@@ -7,6 +7,8 @@
 //! thread that exited is gone with its share. Where /proc has no schedstat (a kernel built
 //! without `CONFIG_SCHEDSTATS`, another OS) the answers are empty.
 
+#![forbid(unsafe_code)]
+
 use std::path::Path;
 
 /// One thread name's scheduler time.

@@ -35,6 +35,7 @@ pub mod dirset;
 pub mod fault;
 pub mod psync;
 pub mod sim;
+pub mod thread;
 pub mod uring;
 
 pub use buf::{align_down, align_up, AlignedBuf, ALIGN};
@@ -289,7 +290,7 @@ pub fn open_dir_set(
 impl RealStorage {
     /// The eventfd an io_uring driver in [`uring::UringWake::EventFd`] mode signals; `None`
     /// for psync (whose operations complete inside `submit`).
-    pub fn eventfd(&self) -> Option<std::os::fd::RawFd> {
+    pub fn eventfd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
         match self {
             RealStorage::Uring(s) => s.eventfd(),
             RealStorage::Psync(_) => None,

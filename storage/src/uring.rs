@@ -31,7 +31,7 @@ use crate::{
     check_aligned, AlignedBuf, Completion, DriverKind, FileId, IoError, Op, Storage, Wait,
 };
 use io_uring::{opcode, types, IoUring, Probe};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::Path;
 
 /// An SQE ready to push, the buffer it points into, and whether it is a read.
@@ -227,8 +227,8 @@ impl UringStorage {
 
     /// The eventfd signalled on every completion ([`UringWake::EventFd`] only). Its counter
     /// must be read (drained) by the owner before waiting on it again.
-    pub fn eventfd(&self) -> Option<RawFd> {
-        self.eventfd.as_ref().map(|fd| fd.as_raw_fd())
+    pub fn eventfd(&self) -> Option<BorrowedFd<'_>> {
+        self.eventfd.as_ref().map(|fd| fd.as_fd())
     }
 
     /// The directory this storage works in.

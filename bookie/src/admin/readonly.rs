@@ -63,15 +63,11 @@ impl DiskUsage {
 pub fn disk_usage(dir: &Path) -> std::io::Result<DiskUsage> {
     let path = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())
         .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-    // SAFETY: a zeroed statvfs is a valid out-parameter; `path` is NUL-terminated.
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let frsize = stat.f_frsize as u64;
+    let stat = nix::sys::statvfs::statvfs(path.as_c_str())?;
+    let frsize = stat.fragment_size() as u64;
     Ok(DiskUsage {
-        total_bytes: (stat.f_blocks as u64).saturating_mul(frsize),
-        usable_bytes: (stat.f_bavail as u64).saturating_mul(frsize),
+        total_bytes: (stat.blocks() as u64).saturating_mul(frsize),
+        usable_bytes: (stat.blocks_available() as u64).saturating_mul(frsize),
     })
 }
 
@@ -420,6 +416,19 @@ pub fn spawn_disk_checker(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// statvfs of a real directory: a size, no more usable than total; a missing one fails.
+    #[test]
+    fn disk_usage_of_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let u = disk_usage(dir.path()).unwrap();
+        assert!(
+            u.total_bytes > 0 && u.usable_bytes <= u.total_bytes,
+            "{u:?}"
+        );
+        let missing = disk_usage(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+    }
 
     fn disk() -> DiskConfig {
         DiskConfig {

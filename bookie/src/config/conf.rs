@@ -559,35 +559,13 @@ fn interface_address(name: &str) -> Result<String, String> {
     if name.parse::<std::net::IpAddr>().is_ok() {
         return Ok(name.to_string());
     }
-    let mut addrs: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: getifaddrs fills `addrs` with a list we free below with freeifaddrs.
-    if unsafe { libc::getifaddrs(&mut addrs) } != 0 {
+    let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
         return Err("cannot list the network interfaces".into());
-    }
-    let mut found = None;
-    let mut cursor = addrs;
-    while !cursor.is_null() {
-        // SAFETY: `cursor` walks the list getifaddrs returned; entries stay valid until freed.
-        let ifa = unsafe { &*cursor };
-        cursor = ifa.ifa_next;
-        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
-            continue;
-        }
-        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
-        let ifname = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
-        // SAFETY: ifa_addr is non-null and points at a sockaddr of the family it names.
-        if ifname.to_bytes() == name.as_bytes()
-            && unsafe { (*ifa.ifa_addr).sa_family } as i32 == libc::AF_INET
-        {
-            // SAFETY: AF_INET means the sockaddr is a sockaddr_in.
-            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-            found = Some(std::net::Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)).to_string());
-            break;
-        }
-    }
-    // SAFETY: frees the list getifaddrs allocated, once.
-    unsafe { libc::freeifaddrs(addrs) };
-    found.ok_or_else(|| format!("no IPv4 address on interface {name}"))
+    };
+    addrs
+        .filter(|ifa| ifa.interface_name == name)
+        .find_map(|ifa| Some(ifa.address?.as_sockaddr_in()?.ip().to_string()))
+        .ok_or_else(|| format!("no IPv4 address on interface {name}"))
 }
 
 /// The keys of a file, for the `ignored` log line: sorted, deduplicated.
@@ -607,6 +585,17 @@ pub fn ignored_line(ignored: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `listeningInterface` names an interface (its IPv4 address) or is an address already.
+    #[test]
+    fn interface_address_by_name_or_address() {
+        assert_eq!(interface_address("lo").as_deref(), Ok("127.0.0.1"));
+        assert_eq!(interface_address("10.1.2.3").as_deref(), Ok("10.1.2.3"));
+        assert_eq!(
+            interface_address("no-such-if0"),
+            Err("no IPv4 address on interface no-such-if0".to_string())
+        );
+    }
 
     fn kv(text: &str) -> Vec<(String, String)> {
         parse_properties(text)

@@ -4,30 +4,30 @@
 
 use super::*;
 
-/// The journal ring's eventfd, for `AsyncFd`.
-pub struct EventFd(pub RawFd);
+/// The journal ring's eventfd, for `AsyncFd`: a duplicate of the ring's descriptor, owned, so
+/// the driver's `AsyncFd` never outlives the descriptor it watches.
+pub struct EventFd(OwnedFd);
 
 impl AsRawFd for EventFd {
     fn as_raw_fd(&self) -> RawFd {
-        self.0
+        self.0.as_raw_fd()
     }
 }
 
 impl EventFd {
     /// Reads (resets) the counter; EAGAIN when nothing was signalled.
     pub fn drain(&self) {
-        let mut value = 0u64;
-        // SAFETY: reads 8 bytes into a u64 from a non-blocking eventfd.
-        unsafe {
-            libc::read(self.0, (&mut value as *mut u64).cast(), 8);
-        }
+        let mut value = [0u8; 8];
+        let _ = nix::unistd::read(&self.0, &mut value);
     }
 }
 
 impl Shard {
-    /// The journal ring's eventfd (io_uring), or `None` (psync completes inside `submit`).
-    pub fn journal_eventfd(&self) -> Option<RawFd> {
-        self.journal.storage().eventfd()
+    /// The journal ring's eventfd (io_uring), duplicated for the journal driver to own, or
+    /// `None` (psync completes inside `submit`).
+    pub fn journal_eventfd(&self) -> Option<std::io::Result<EventFd>> {
+        let fd = self.journal.storage().eventfd()?;
+        Some(fd.try_clone_to_owned().map(EventFd))
     }
 
     /// For the journal driver: how long to sleep, at most `idle`, before the open group's

@@ -21,7 +21,7 @@ use long_poll::Watcher;
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::Ordering;

@@ -259,12 +259,11 @@ const READ_NICE: i32 = 5;
 
 /// Lowers the calling thread's CPU priority (Linux: nice is per thread).
 fn lower_priority(nice: i32) {
-    // SAFETY: plain syscalls on the calling thread.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        if libc::setpriority(libc::PRIO_PROCESS, tid, nice) != 0 {
-            log::debug!("cannot lower the priority of thread {tid}");
-        }
+    if storage::thread::set_nice(nice).is_err() {
+        log::debug!(
+            "cannot lower the priority of thread {}",
+            nix::unistd::gettid()
+        );
     }
 }
 

@@ -8,8 +8,10 @@
 //! [`LOCK_WAIT`] before the start is refused.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::Path;
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use std::time::{Duration, Instant};
 
 /// How long a held lock is retried before giving up: far above the release delay of a killed
@@ -21,7 +23,7 @@ const RETRY_EVERY: Duration = Duration::from_millis(10);
 
 /// Held for as long as the value lives.
 pub struct DirLock {
-    _file: File,
+    _file: Flock<File>,
 }
 
 impl DirLock {
@@ -35,7 +37,7 @@ impl DirLock {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let path = dir.join("LOCK");
-        let file = File::options()
+        let mut file = File::options()
             .create(true)
             .truncate(false)
             .write(true)
@@ -44,14 +46,15 @@ impl DirLock {
         let deadline = Instant::now() + wait;
         let mut logged = false;
         loop {
-            match try_flock(&file) {
-                Ok(true) => {
+            match try_flock(file) {
+                Ok(Ok(locked)) => {
                     if logged {
                         log::info!("lock {} acquired", path.display());
                     }
-                    return Ok(DirLock { _file: file });
+                    return Ok(DirLock { _file: locked });
                 }
-                Ok(false) if Instant::now() < deadline => {
+                Ok(Err(held)) if Instant::now() < deadline => {
+                    file = held;
                     if !logged {
                         log::info!(
                             "lock {} is held (a previous bookie still exiting?); retrying for up to {} ms",
@@ -62,7 +65,7 @@ impl DirLock {
                     }
                     std::thread::sleep(RETRY_EVERY);
                 }
-                Ok(false) => {
+                Ok(Err(_)) => {
                     return Err(format!(
                         "{} is in use by another bookie process (lock {} is held; waited {} ms)",
                         dir.display(),
@@ -76,19 +79,14 @@ impl DirLock {
     }
 }
 
-/// One non-blocking `flock`: `Ok(false)` when another open file description holds it.
-fn try_flock(file: &File) -> std::io::Result<bool> {
+/// One non-blocking `flock`: `Ok(Err(file))` when another open file description holds it.
+fn try_flock(mut file: File) -> std::io::Result<Result<Flock<File>, File>> {
     loop {
-        // SAFETY: flock on a descriptor we own.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc == 0 {
-            return Ok(true);
-        }
-        let err = std::io::Error::last_os_error();
-        match err.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => return Ok(false),
-            Some(libc::EINTR) => continue,
-            _ => return Err(err),
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(locked) => return Ok(Ok(locked)),
+            Err((held, Errno::EWOULDBLOCK)) => return Ok(Err(held)),
+            Err((again, Errno::EINTR)) => file = again,
+            Err((_, errno)) => return Err(errno.into()),
         }
     }
 }
@@ -98,15 +96,14 @@ mod tests {
     use super::*;
 
     /// The lock through another open file description: conflicts like another process's.
-    fn hold(dir: &Path) -> File {
+    fn hold(dir: &Path) -> Flock<File> {
         let file = File::options()
             .create(true)
             .truncate(false)
             .write(true)
             .open(dir.join("LOCK"))
             .expect("open LOCK");
-        assert!(try_flock(&file).expect("flock"), "lock not free");
-        file
+        try_flock(file).expect("flock").expect("lock not free")
     }
 
     /// A lock released 300 ms after the start (a killed bookie's threads exiting) is acquired.

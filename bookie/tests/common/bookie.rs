@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use net::client::blocking::BlockingClient;
 use net::client::ClientConfig;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 /// How long a started bookie may take to listen before `start` fails the test.
 pub const LISTEN_TIMEOUT: Duration = Duration::from_secs(20);
@@ -258,17 +260,17 @@ impl BookieProcess {
     }
 
     /// Sends `signal` without waiting for the process.
-    pub fn signal(&self, signal: i32) {
+    pub fn signal(&self, signal: Signal) {
         let child = self.child.as_ref().expect("the bookie was started");
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(child.id() as i32, signal) };
+        // Our own child process.
+        let _ = kill(Pid::from_raw(child.id() as i32), signal);
     }
 
     /// SIGTERM and wait: a clean stop, which must exit 0.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            // SAFETY: signalling our own child process.
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            // Our own child process.
+            let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
             let status = child.wait().expect("wait for the bookie");
             assert!(status.success(), "bookie exited with {status}");
         }

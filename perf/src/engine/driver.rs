@@ -112,6 +112,7 @@ impl Engine {
             max_outstanding: config.max_outstanding.div_ceil(threads).max(1),
             chunk: vec![0u8; 256 * 1024],
             replies: Vec::new(),
+            ready: Vec::new(),
             tailing,
             why: "unknown",
         })
@@ -445,36 +446,42 @@ impl Engine {
 
     /// Waits for readiness up to `timeout_ns` and handles what is ready.
     pub(super) fn wait_and_receive(&mut self, timeout_ns: u64) {
-        let mut fds: Vec<libc::pollfd> = self
-            .conns
-            .iter()
-            .map(|c| libc::pollfd {
-                fd: if c.dead { -1 } else { c.stream.as_raw_fd() },
-                events: libc::POLLIN | if c.want_write { libc::POLLOUT } else { 0 },
-                revents: 0,
-            })
-            .collect();
-        let ts = libc::timespec {
-            tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
-        };
-        // SAFETY: fds is a valid array of pollfd for the call's duration; ts is valid.
-        let n = unsafe {
-            libc::ppoll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                &ts,
-                std::ptr::null(),
-            )
-        };
-        if n <= 0 {
+        use nix::poll::{ppoll, PollFd, PollFlags};
+        let mut ready = std::mem::take(&mut self.ready);
+        ready.clear();
+        // Dead connections are left out (ppoll ignored them as fd -1); `ready` maps each
+        // entry of `fds` back to its connection.
+        let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(self.conns.len());
+        for (i, c) in self.conns.iter().enumerate() {
+            if c.dead {
+                continue;
+            }
+            let events = if c.want_write {
+                PollFlags::POLLIN | PollFlags::POLLOUT
+            } else {
+                PollFlags::POLLIN
+            };
+            ready.push(i);
+            fds.push(PollFd::new(c.stream.as_fd(), events));
+        }
+        let timeout = nix::sys::time::TimeSpec::from_duration(Duration::from_nanos(timeout_ns));
+        if !matches!(ppoll(&mut fds, Some(timeout), None), Ok(n) if n > 0) {
+            self.ready = ready;
             return;
         }
-        for (i, fd) in fds.iter().enumerate() {
-            if fd.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0 {
-                self.receive(i);
-            }
+        let wake = PollFlags::POLLIN | PollFlags::POLLERR | PollFlags::POLLHUP;
+        let mut polled = fds.iter();
+        ready.retain(|_| {
+            polled
+                .next()
+                .and_then(PollFd::revents)
+                .is_some_and(|r| r.intersects(wake))
+        });
+        drop(fds);
+        for &i in &ready {
+            self.receive(i);
         }
+        self.ready = ready;
     }
 
     /// Issues what is due on each side. Returns the time the next open-loop op is due.

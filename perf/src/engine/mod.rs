@@ -4,7 +4,7 @@
 //! and a share of the ledgers, and runs one loop: issue what is due, write every connection's
 //! pending bytes, `ppoll` the sockets until a reply arrives or the next intended send time,
 //! read, match replies to operations. Sockets are plain `std` `TcpStream`s in non-blocking mode
-//! and the readiness wait is `libc::ppoll` with a nanosecond timeout (and a 1 µs timer slack),
+//! and the readiness wait is `ppoll` (through `nix`) with a nanosecond timeout (and a 1 µs timer slack),
 //! because the open-loop schedule needs send times finer than poll's milliseconds. No async
 //! runtime: one thread, a handful of sockets and a timer is all this needs, and a runtime's
 //! timer wheel (tokio's is 1 ms) would blur the schedule. Requests are pipelined through
@@ -37,7 +37,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -411,14 +411,12 @@ fn validate(c: &EngineConfig) -> Result<(), BoxError> {
 
 /// CPU seconds used by this process so far.
 pub fn process_cpu_s() -> f64 {
-    // SAFETY: rusage is plain data; getrusage fills it.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out pointer.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let Ok(u) = getrusage(UsageWho::RUSAGE_SELF) else {
         return 0.0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(u.ru_utime) + tv(u.ru_stime)
+    };
+    let tv = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    tv(u.user_time()) + tv(u.system_time())
 }
 
 /// Routes a reply to the operation (and ensemble member) it belongs to.
@@ -555,6 +553,8 @@ struct Engine {
     max_outstanding: usize,
     chunk: Vec<u8>,
     replies: Vec<(Tag, ResponseFrame)>,
+    /// Indices of the connections a `ppoll` found ready (kept to reuse its allocation).
+    ready: Vec<usize>,
     tailing: bool,
     /// Cause of the failure being decided (see [`SideResult::error_kinds`]).
     why: &'static str,
@@ -584,10 +584,7 @@ pub fn status_name(s: StatusCode) -> &'static str {
 /// Asks the kernel for `ns` of timer slack on this thread (default 50 µs), so that short
 /// sleeps of the open-loop schedule are not rounded up.
 fn set_timer_slack_ns(ns: u64) {
-    // SAFETY: PR_SET_TIMERSLACK takes an unsigned long; no pointers.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0);
-    }
+    let _ = nix::sys::prctl::set_timerslack(ns as _);
 }
 
 #[cfg(test)]
