@@ -321,17 +321,17 @@ impl<S: Storage> Reader<S> {
 
     /// Reads `ledger`'s run from `start` and up to `runs - 1` runs after it, with their device
     /// reads in flight together: the device reads the next run while this thread verifies the
-    /// one before. `landed(first entry, bodies, last)` is told of each run in order as soon as
-    /// it is read, `last` on the group's last (no bodies: the store does not have `start`, or
-    /// its ledger is deleted; an error ends the group, and is returned once what was read is
-    /// told).
+    /// one before. `landed(first entry, bodies, more)` is told of each run in order as soon as
+    /// it is read, with `more` = (first entry of the next run, end of the last run) while runs
+    /// of the group follow (no bodies: the store does not have `start`, or its ledger is
+    /// deleted; an error ends the group, and is returned once what was read is told).
     pub fn read_runs(
         &mut self,
         view: &ReadView,
         ledger: u64,
         start: u64,
         (runs, max_entries): (usize, usize),
-        mut landed: impl FnMut(u64, Vec<Bytes>, bool),
+        mut landed: impl FnMut(u64, Vec<Bytes>, Option<(u64, u64)>),
     ) -> Result<(), StoreError> {
         self.prune(view);
         let mut plans: Vec<RunPlan> = Vec::new();
@@ -341,7 +341,7 @@ impl<S: Storage> Reader<S> {
                 Ok(Some(plan)) => plan,
                 Ok(None) => break,
                 Err(e) if plans.is_empty() => {
-                    landed(start, Vec::new(), true);
+                    landed(start, Vec::new(), None);
                     return Err(e);
                 }
                 Err(_) => break,
@@ -350,7 +350,7 @@ impl<S: Storage> Reader<S> {
             plans.push(plan);
         }
         if plans.is_empty() {
-            landed(start, Vec::new(), true);
+            landed(start, Vec::new(), None);
             return Ok(());
         }
         // Every device read goes in flight before the first is waited for. A read the ring
@@ -398,15 +398,18 @@ impl<S: Storage> Reader<S> {
                 // Short, failed or not submitted: read alone.
                 _ => self.read_plan(plan),
             };
-            let last = k + 1 == plans.len();
+            let more = plans.get(k + 1).map(|next| {
+                let last = &plans[plans.len() - 1];
+                (next.entry, last.entry + last.locs.len() as u64)
+            });
             match bodies {
                 Ok(bodies) => {
                     self.runs_read += 1;
                     self.entries_ahead += bodies.len() as u64;
-                    landed(plan.entry, bodies, last);
+                    landed(plan.entry, bodies, more);
                 }
                 Err(e) => {
-                    landed(plan.entry, Vec::new(), true);
+                    landed(plan.entry, Vec::new(), None);
                     first_error = Some(e);
                 }
             }

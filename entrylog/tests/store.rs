@@ -1089,11 +1089,11 @@ fn read_runs_reads_several_runs_in_flight() {
         let mut landed = Vec::new();
         let before = disk.stats().max_queued;
         reader
-            .read_runs(&view, 8, start, (3, 50), |s, bodies, last| {
+            .read_runs(&view, 8, start, (3, 50), |s, bodies, more| {
                 for (i, b) in bodies.iter().enumerate() {
                     assert_eq!(b, &body(8, s + i as u64, 0, 300), "8:{}", s + i as u64);
                 }
-                landed.push((s, bodies.len(), last));
+                landed.push((s, bodies.len(), more));
             })
             .unwrap();
         (landed, reader.runs_read, before)
@@ -1101,12 +1101,19 @@ fn read_runs_reads_several_runs_in_flight() {
     let (landed, runs, _) = read_runs(0);
     assert_eq!(
         landed,
-        vec![(0, 50, false), (50, 50, false), (100, 50, true)],
+        vec![
+            (0, 50, Some((50, 150))),
+            (50, 50, Some((100, 150))),
+            (100, 50, None)
+        ],
         "in order, one by one"
     );
     assert_eq!(runs, 3);
     assert!(disk.stats().max_queued >= 2, "the device reads overlapped");
     // Up to the ledger's end: the group stops there, and past it nothing is read.
-    assert_eq!(read_runs(200).0, vec![(200, 50, false), (250, 40, true)]);
-    assert_eq!(read_runs(290).0, vec![(290, 0, true)]);
+    assert_eq!(
+        read_runs(200).0,
+        vec![(200, 50, Some((250, 290))), (250, 40, None)]
+    );
+    assert_eq!(read_runs(290).0, vec![(290, 0, None)]);
 }

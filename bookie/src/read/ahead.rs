@@ -34,6 +34,13 @@ use super::run_waits::RunWaits;
 /// Ledgers whose last missed entry the shard remembers, to tell sequential reads.
 const SEQUENTIAL_LEDGERS: usize = 4096;
 
+/// Runs read for one run the shard asks for (`DiskRead::Prefetch`) while no journal waits:
+/// the asked run and the one after it, their device reads in flight together. The trigger is
+/// the first run's first entry, set once both landed, so the shard asks for the next pair as
+/// soon as its client takes more: a catch-up reader finds one to two runs ready. Measured on
+/// one core, interleaved: 325k/s median against 255k/s with one run per ask.
+pub const RUNS_PER_ASK: usize = 2;
+
 /// How a missed read reaches [`ReadAhead::miss`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
@@ -62,14 +69,16 @@ pub enum Step<T> {
     Read { read: T, run: usize },
 }
 
-/// A run the reader read: where it starts, its entries, and whether its first entry is the
-/// trigger of the run after it.
+/// A run the reader read: where it starts, its entries, the entry whose take asks for the
+/// runs after it, and, while runs of the same ask follow, where the next starts and where the
+/// last ends.
 #[derive(Debug)]
 pub struct Landed {
     pub ledger: u64,
     pub start: u64,
     pub bodies: Vec<Bytes>,
     pub trigger: Option<u64>,
+    pub more: Option<(u64, u64)>,
 }
 
 /// One shard's read-ahead: its cache, its runs in flight, its sequential readers.
@@ -93,7 +102,7 @@ impl<T> ReadAhead<T> {
         };
         ReadAhead {
             cache: ReadCache::new(cache_bytes),
-            waits: RunWaits::new(run_entries as u64, 2 * run_entries),
+            waits: RunWaits::new(2 * RUNS_PER_ASK * run_entries),
             last_missed: HashMap::new(),
             run_entries,
         }
@@ -149,7 +158,8 @@ impl<T> ReadAhead<T> {
         let sequential = self.note_missed(ledger, entry) || follows;
         let next = entry + 1;
         if sequential && via == Via::Request && !self.waits.in_flight(ledger, next) {
-            self.waits.asked(ledger, next, now_us);
+            let span = self.run_entries as u64 - 1;
+            self.waits.asked(ledger, next, span, now_us);
             return Step::Read {
                 read,
                 run: self.run_entries,
@@ -179,7 +189,9 @@ impl<T> ReadAhead<T> {
         if !ask(ledger, start) {
             return false;
         }
-        self.waits.asked(ledger, start, now_us);
+        // The reads of the whole ask wait for it: a reader reads up to RUNS_PER_ASK runs.
+        let span = (RUNS_PER_ASK * self.run_entries) as u64;
+        self.waits.asked(ledger, start, span, now_us);
         true
     }
 
@@ -194,19 +206,28 @@ impl<T> ReadAhead<T> {
     }
 
     /// A run a reader read (or found nothing for): into the cache, and the reads parked on it
-    /// back, with how they come now ([`Via::Run`]).
-    pub fn landed(&mut self, run: Landed) -> (Vec<T>, Via) {
+    /// back, with how they come now ([`Via::Run`]). When another run of the same ask follows,
+    /// it is in flight from where this one ended: the reads past this one park on it again.
+    pub fn landed(&mut self, run: Landed, now_us: u64) -> (Vec<T>, Via) {
         let n = run.bodies.len() as u64;
         for (i, body) in run.bodies.into_iter().enumerate() {
             self.cache.insert(run.ledger, run.start + i as u64, body);
         }
         if n > 0 {
-            self.cache.note_run_end(run.ledger, run.start + n);
+            // With runs of the ask still in flight, the ask's end: a take of the trigger asks
+            // for what comes after them, so a sequential reader has the next ask on its way
+            // while it reads this one.
+            let end = run.more.map_or(run.start + n, |(_, end)| end);
+            self.cache.note_run_end(run.ledger, end);
             if let Some(trigger) = run.trigger {
                 self.cache.set_trigger(run.ledger, trigger);
             }
         }
         let reads = self.waits.landed(run.ledger, run.start);
+        if let Some((next, _)) = run.more.filter(|_| n > 0) {
+            let span = self.run_entries as u64;
+            self.waits.asked(run.ledger, next, span, now_us);
+        }
         (
             reads,
             Via::Run {
@@ -309,7 +330,7 @@ mod tests {
                 if run > 1 {
                     // Always reported, even empty: reads may be parked on it.
                     let rest = bodies.get(1..).unwrap_or_default().to_vec();
-                    self.land(entry + 1, rest, Some(entry + 1));
+                    self.land(entry + 1, rest, Some(entry + 1), None);
                 }
             }
             for start in std::mem::take(&mut self.asks) {
@@ -319,20 +340,32 @@ mod tests {
                 let second = self.run_of(second_start, n);
                 self.device_reads += 2;
                 let has_second = !second.is_empty();
-                self.land(start, first, (!has_second).then_some(start));
+                let end = second_start + second.len() as u64;
+                let more = has_second.then_some((second_start, end));
+                self.land(start, first, Some(start), more);
                 if has_second {
-                    self.land(second_start, second, Some(start));
+                    self.land(second_start, second, None, None);
                 }
             }
         }
 
-        fn land(&mut self, start: u64, bodies: Vec<Bytes>, trigger: Option<u64>) {
-            let (reads, via) = self.ahead.landed(Landed {
-                ledger: 7,
-                start,
-                bodies,
-                trigger,
-            });
+        fn land(
+            &mut self,
+            start: u64,
+            bodies: Vec<Bytes>,
+            trigger: Option<u64>,
+            more: Option<(u64, u64)>,
+        ) {
+            let (reads, via) = self.ahead.landed(
+                Landed {
+                    ledger: 7,
+                    start,
+                    bodies,
+                    trigger,
+                    more,
+                },
+                self.now,
+            );
             for e in reads {
                 self.dispatch(e, via);
             }
@@ -430,12 +463,16 @@ mod tests {
         }
         assert_eq!(a.parked(), 4);
         // Nothing came of the run: its reads go to a reader as single reads.
-        let (reads, via) = a.landed(Landed {
-            ledger: 3,
-            start: 2,
-            bodies: Vec::new(),
-            trigger: Some(2),
-        });
+        let (reads, via) = a.landed(
+            Landed {
+                ledger: 3,
+                start: 2,
+                bodies: Vec::new(),
+                trigger: Some(2),
+                more: None,
+            },
+            1,
+        );
         assert_eq!(reads, vec![2, 3, 4, 5]);
         assert_eq!(via, Via::Run { end: None });
         for e in reads {

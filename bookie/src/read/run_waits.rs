@@ -22,6 +22,8 @@ use std::collections::HashMap;
 /// A run in flight and the reads waiting for it.
 struct Waiting<T> {
     start: u64,
+    /// Entries it may bring from `start`.
+    span: u64,
     /// When the run was asked for (µs, the shard's clock).
     since_us: u64,
     reads: Vec<T>,
@@ -30,18 +32,15 @@ struct Waiting<T> {
 /// Per ledger, the runs in flight for its sequential reader and the reads parked on them.
 pub struct RunWaits<T> {
     runs: HashMap<u64, Vec<Waiting<T>>>,
-    /// Entries a run may cover from its first (`dbStorage_readAheadCacheBatchSize`).
-    span: u64,
     /// Reads parked on one run at most; more go to a reader.
     max_reads: usize,
     parked: usize,
 }
 
 impl<T> RunWaits<T> {
-    pub fn new(span: u64, max_reads: usize) -> RunWaits<T> {
+    pub fn new(max_reads: usize) -> RunWaits<T> {
         RunWaits {
             runs: HashMap::new(),
-            span: span.max(1),
             max_reads,
             parked: 0,
         }
@@ -54,14 +53,15 @@ impl<T> RunWaits<T> {
             .is_some_and(|runs| runs.iter().any(|w| w.start == start))
     }
 
-    /// Records a run of `ledger` from `start` asked of a reader (a reader will report it
-    /// with [`landed`](Self::landed)).
-    pub fn asked(&mut self, ledger: u64, start: u64, now_us: u64) {
+    /// Records a run of `ledger` from `start`, of up to `span` entries, asked of a reader (a
+    /// reader will report it with [`landed`](Self::landed)).
+    pub fn asked(&mut self, ledger: u64, start: u64, span: u64, now_us: u64) {
         if self.in_flight(ledger, start) {
             return;
         }
         self.runs.entry(ledger).or_default().push(Waiting {
             start,
+            span: span.max(1),
             since_us: now_us,
             reads: Vec::new(),
         });
@@ -70,10 +70,9 @@ impl<T> RunWaits<T> {
     /// Parks `read` of `entry` on the run in flight that covers it; gives it back when none
     /// does or that run has its fill of reads.
     pub fn park(&mut self, ledger: u64, entry: u64, read: T) -> Result<(), T> {
-        let span = self.span;
         let Some(run) = self.runs.get_mut(&ledger).and_then(|runs| {
             runs.iter_mut()
-                .find(|w| entry >= w.start && entry - w.start < span)
+                .find(|w| entry >= w.start && entry - w.start < w.span)
         }) else {
             return Err(read);
         };
@@ -140,9 +139,9 @@ mod tests {
 
     #[test]
     fn a_read_parks_on_the_run_that_covers_it_and_leaves_when_it_lands() {
-        let mut w: RunWaits<u64> = RunWaits::new(100, 1000);
+        let mut w: RunWaits<u64> = RunWaits::new(1000);
         assert_eq!(w.park(7, 5, 5), Err(5), "no run in flight");
-        w.asked(7, 100, 0);
+        w.asked(7, 100, 100, 0);
         assert!(w.in_flight(7, 100));
         assert_eq!(w.park(7, 99, 99), Err(99), "before the run");
         assert_eq!(w.park(7, 200, 200), Err(200), "past its span");
@@ -160,9 +159,9 @@ mod tests {
 
     #[test]
     fn a_run_holds_at_most_its_fill_and_is_asked_once() {
-        let mut w: RunWaits<u64> = RunWaits::new(100, 2);
-        w.asked(1, 0, 0);
-        w.asked(1, 0, 5);
+        let mut w: RunWaits<u64> = RunWaits::new(2);
+        w.asked(1, 0, 100, 0);
+        w.asked(1, 0, 100, 5);
         assert_eq!(w.park(1, 0, 0), Ok(()));
         assert_eq!(w.park(1, 1, 1), Ok(()));
         assert_eq!(w.park(1, 2, 2), Err(2), "full");
@@ -172,10 +171,10 @@ mod tests {
 
     #[test]
     fn runs_that_never_land_give_their_reads_back_at_the_deadline() {
-        let mut w: RunWaits<u64> = RunWaits::new(10, 100);
-        w.asked(1, 0, 1_000);
-        w.asked(1, 10, 3_000);
-        w.asked(2, 0, 5_000);
+        let mut w: RunWaits<u64> = RunWaits::new(100);
+        w.asked(1, 0, 10, 1_000);
+        w.asked(1, 10, 10, 3_000);
+        w.asked(2, 0, 10, 5_000);
         w.park(1, 3, 3).unwrap();
         w.park(1, 12, 12).unwrap();
         w.park(2, 4, 4).unwrap();

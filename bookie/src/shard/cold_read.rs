@@ -106,6 +106,7 @@ impl Shard {
                     start,
                     bodies: Vec::new(),
                     trigger: None,
+                    more: None,
                 });
             }
         }
@@ -115,12 +116,14 @@ impl Shard {
     /// on it answered from there or sent on ([`Via::Run`]: only a read past the run may wait
     /// again, for the next run).
     pub fn run_landed(&mut self, landed: RunLanded) {
-        let (reads, via) = self.read_ahead.landed(Landed {
+        let run = Landed {
             ledger: landed.ledger as u64,
             start: landed.start as u64,
             bodies: landed.bodies,
             trigger: landed.trigger.map(|t| t as u64),
-        });
+            more: landed.more.map(|(next, end)| (next as u64, end as u64)),
+        };
+        let (reads, via) = self.read_ahead.landed(run, now_us());
         for (read, to) in reads {
             self.read_disk_via(read, to, via);
         }

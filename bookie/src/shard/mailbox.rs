@@ -92,6 +92,8 @@ pub struct RunLanded {
     pub bodies: Vec<Bytes>,
     /// The entry whose take asks for the run after this one (`read::cache` triggers).
     pub trigger: Option<i64>,
+    /// While runs of the same ask follow: where the next starts, and where the last ends.
+    pub more: Option<(i64, i64)>,
 }
 
 /// A request to collect garbage (sent by the GC driver to each shard, which forwards it to
