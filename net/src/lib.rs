@@ -82,7 +82,7 @@
 //! | v3 header names an operation whose sub-message is absent | ≤ 4.17: default sub-message, usually EBADREQ; 4.18: close | `Request::Unsupported` (EBADREQ), the spec's "best choice" |
 //! | v3 `header.version` ≠ VERSION_THREE | `EBADVERSION` in the sub-response (not for AUTH, START_TLS) | decoded; `is_version_supported()` is false; bookie replies `error_response(EBADVERSION)` |
 //! | v3 unknown fields, unknown optional enum values (`flag = 7`), `requestContext` | ignored | ignored (skipped; context pairs are validated, not kept) |
-//! | v3 ADD body shorter than 24 bytes | `EBADREQ` | decoded; the bookie checks the body and replies `EBADREQ` |
+//! | v3 ADD body shorter than 24 bytes | `EBADREQ` | decoded and stored: the bookie takes the ids from the request, not the body (docs/protocol.md §10) |
 //! | v3 long poll with `ENTRY_PIGGYBACK` and entryId ≠ -1 | `EBADREQ` | decoded; the bookie replies `EBADREQ` |
 //!
 //! Client side ([`client::ClientConnection`]): a response frame over the client's

@@ -287,6 +287,7 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                     .map_err(|e| v.invalid(&e))?
             }
             "flushInterval" => c.flush_interval = v.millis(1)?,
+            "maxBatchReadSize" => c.max_batch_read_bytes = v.parse_range(1, 1 << 40)? as i64,
             "nettyMaxFrameSizeBytes" => {
                 let bytes = v.parse_range(1024, 1 << 30)? as usize;
                 c.max_frame_bytes = bytes;

@@ -32,6 +32,9 @@ pub struct BookieConfig {
     pub pin_threads: bool,
     /// `nettyMaxFrameSizeBytes` (5 MiB).
     pub max_frame_bytes: usize,
+    /// `maxBatchReadSize` (Java: 5 MiB): the most bytes of a v2 batch-read reply, whatever
+    /// the request's `maxSize` asks.
+    pub max_batch_read_bytes: i64,
     /// Connections per shard before new ones are refused (closed at accept).
     pub max_connections_per_shard: usize,
     /// Requests read from one connection and not yet answered; beyond it the bookie stops
@@ -318,6 +321,7 @@ impl Default for BookieConfig {
             shards: 0,
             pin_threads: true,
             max_frame_bytes: 5 << 20,
+            max_batch_read_bytes: 5 << 20,
             max_connections_per_shard: 4096,
             max_pending_per_connection: 10_000,
             reply_bytes_per_connection: 4 << 20,

@@ -404,7 +404,7 @@ fn execute(
                 max_count as i64
             };
             let mut entries = Vec::new();
-            let mut size = 0i64;
+            let mut size = crate::store::ledger_read::BATCH_REPLY_FIXED_BYTES;
             let mut id = start;
             'batch: while (entries.len() as i64) < limit {
                 // Each device read brings a run of the batch (up to its count).

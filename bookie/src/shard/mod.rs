@@ -207,6 +207,8 @@ pub struct Shard {
     last_flush: Instant,
     flush_threshold_bytes: usize,
     flush_interval: Duration,
+    /// `maxBatchReadSize`: the cap on a batch read's `maxSize`.
+    max_batch_read_bytes: i64,
     /// This shard's journal directory (trimmed files are deleted by path, off this thread).
     journal_dir: PathBuf,
     /// The fastest a flush may write (`flush_rate_bytes_per_sec`; 0: unpaced).
@@ -336,6 +338,7 @@ impl Shard {
                 .flush_threshold_bytes
                 .min(config.write_cache_bytes / 2),
             flush_interval: config.flush_interval,
+            max_batch_read_bytes: config.max_batch_read_bytes,
             flush_rate_ceiling: config.flush_rate_bytes_per_sec,
             journal_dir: journal_dir.clone(),
             // One read-ahead cache per shard (`dbStorage_readAheadCacheMaxSizeMb` shared out).
@@ -518,7 +521,7 @@ impl Shard {
                 *start_entry_id,
                 *request_id,
                 *max_count,
-                *max_size,
+                (*max_size).min(self.max_batch_read_bytes),
                 *fence,
                 master_key.as_ref(),
             ),

@@ -21,6 +21,12 @@ use crate::store::record::JournalRecord;
 /// Entry id meaning "the last stored entry" (BookKeeper's `LAST_ADD_CONFIRMED`).
 pub const LAST_ENTRY: i64 = -1;
 
+/// Bytes of a v2 batch-read reply besides its entries, counted against its size limit with
+/// each entry's 4-byte length, as a Java bookie counts them (`BatchedReadEntryProcessor`: the
+/// response header, the request id and the count's slot): a reply never passes the limit,
+/// but for its first entry, which is always sent.
+pub const BATCH_REPLY_FIXED_BYTES: i64 = 24 + 8 + 4;
+
 impl LedgerTable {
     /// READ_ENTRY, including fence reads, "last entry" (-1) and long polls (`previous_lac`).
     #[allow(clippy::too_many_arguments)]
@@ -227,7 +233,7 @@ impl LedgerTable {
             )),
             Some(l) => {
                 let mut entries = Vec::new();
-                let mut size = 0i64;
+                let mut size = BATCH_REPLY_FIXED_BYTES;
                 let limit = if max_count <= 0 {
                     i64::MAX
                 } else {
@@ -578,7 +584,14 @@ mod tests {
         };
         assert_eq!(count(t.batch_read(2, 0, 1, 10, 1 << 20, false, None)), 4);
         assert_eq!(count(t.batch_read(2, 1, 1, 2, 1 << 20, false, None)), 2);
-        assert_eq!(count(t.batch_read(2, 0, 1, 0, 80, false, None)), 2);
+        // The size limit counts the reply's fixed bytes and each entry with its 4-byte
+        // length, as Java does: exactly two entries' worth holds two, a byte less one; the
+        // first entry goes even past the limit.
+        let len = |e: i64| t.cached(2, e).map_or(0, |b| b.len() as i64 + 4);
+        let two = BATCH_REPLY_FIXED_BYTES + len(0) + len(1);
+        assert_eq!(count(t.batch_read(2, 0, 1, 0, two, false, None)), 2);
+        assert_eq!(count(t.batch_read(2, 0, 1, 0, two - 1, false, None)), 1);
+        assert_eq!(count(t.batch_read(2, 0, 1, 0, 1, false, None)), 1);
         assert_eq!(
             status(&t.batch_read(2, 7, 1, 10, 1 << 20, false, None)),
             StatusCode::ENOENTRY
