@@ -46,6 +46,7 @@ pub fn serve_reads(
         for _ in 0..deferred.len() {
             let job = deferred.pop_front().expect("counted");
             if job.conn.is_gone() {
+                release_run(peers, &job);
                 continue;
             }
             if batch.len() >= max_batch || !job.conn.has_room() {
@@ -102,6 +103,7 @@ fn take_job(
         return;
     }
     if job.conn.is_gone() {
+        release_run(peers, &job);
         return;
     }
     let behind = deferred.iter().any(|d| Arc::ptr_eq(&d.conn, &job.conn));
@@ -110,11 +112,27 @@ fn take_job(
     } else if deferred.len() < max_deferred {
         deferred.push_back(job);
     } else {
+        release_run(peers, &job);
         answer(
             peers,
             &job,
             error_reply(&job.read, StatusCode::ETOOMANYREQUESTS),
         );
+    }
+}
+
+/// A run read that will not be done (its connection closed, or it has no room to wait): the
+/// reads its shard parked behind it go on without it, instead of waiting for the deadline.
+fn release_run(peers: &[ShardHandle], job: &ReadJob) {
+    if let (DiskRead::Entry { ledger, entry, .. }, true) = (&job.read, job.run > 1) {
+        // The shard only stops at process exit.
+        let _ = peers[job.shard].landed.send(RunLanded {
+            ledger: *ledger,
+            start: entry + 1,
+            bodies: Vec::new(),
+            trigger: None,
+            more: None,
+        });
     }
 }
 
