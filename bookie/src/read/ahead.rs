@@ -30,6 +30,7 @@ use bytes::Bytes;
 
 use super::cache::{ReadCache, MAX_STRIDE};
 use super::run_waits::RunWaits;
+use crate::shard::mailbox::RunLanded;
 
 /// Ledgers whose last missed entry the shard remembers, to tell sequential reads.
 const SEQUENTIAL_LEDGERS: usize = 4096;
@@ -67,18 +68,6 @@ pub enum Step<T> {
     /// entry alone). With `run > 1` the reader reports the entries after it as a run landed
     /// from the next entry, which the reads behind it park on.
     Read { read: T, run: usize },
-}
-
-/// A run the reader read: where it starts, its entries, the entry whose take asks for the
-/// runs after it, and, while runs of the same ask follow, where the next starts and where the
-/// last ends.
-#[derive(Debug)]
-pub struct Landed {
-    pub ledger: u64,
-    pub start: u64,
-    pub bodies: Vec<Bytes>,
-    pub trigger: Option<u64>,
-    pub more: Option<(u64, u64)>,
 }
 
 /// One shard's read-ahead: its cache, its runs in flight, its sequential readers.
@@ -208,7 +197,7 @@ impl<T> ReadAhead<T> {
     /// A run a reader read (or found nothing for): into the cache, and the reads parked on it
     /// back, with how they come now ([`Via::Run`]). When another run of the same ask follows,
     /// it is in flight from where this one ended: the reads past this one park on it again.
-    pub fn landed(&mut self, run: Landed, now_us: u64) -> (Vec<T>, Via) {
+    pub fn landed(&mut self, run: RunLanded, now_us: u64) -> (Vec<T>, Via) {
         let n = run.bodies.len() as u64;
         for (i, body) in run.bodies.into_iter().enumerate() {
             self.cache.insert(run.ledger, run.start + i as u64, body);
@@ -357,7 +346,7 @@ mod tests {
             more: Option<(u64, u64)>,
         ) {
             let (reads, via) = self.ahead.landed(
-                Landed {
+                RunLanded {
                     ledger: 7,
                     start,
                     bodies,
@@ -464,7 +453,7 @@ mod tests {
         assert_eq!(a.parked(), 4);
         // Nothing came of the run: its reads go to a reader as single reads.
         let (reads, via) = a.landed(
-            Landed {
+            RunLanded {
                 ledger: 3,
                 start: 2,
                 bodies: Vec::new(),

@@ -127,8 +127,8 @@ fn release_run(peers: &[ShardHandle], job: &ReadJob) {
     if let (DiskRead::Entry { ledger, entry, .. }, true) = (&job.read, job.run > 1) {
         // The shard only stops at process exit.
         let _ = peers[job.shard].landed.send(RunLanded {
-            ledger: *ledger,
-            start: entry + 1,
+            ledger: *ledger as u64,
+            start: *entry as u64 + 1,
             bodies: Vec::new(),
             trigger: None,
             more: None,
@@ -179,11 +179,12 @@ fn serve_batch(
                 responses.push(Some(reply));
                 // Always sent, even empty: the shard parked the reads behind it on it. Its
                 // first entry is the trigger of the run after it.
+                let next = entry as u64 + 1;
                 let run = RunLanded {
-                    ledger,
-                    start: entry + 1,
+                    ledger: ledger as u64,
+                    start: next,
                     bodies: rest,
-                    trigger: Some(entry + 1),
+                    trigger: Some(next),
                     more: None,
                 };
                 runs.push((job.shard, run));
@@ -229,10 +230,10 @@ fn serve_batch(
             // when the client is on that run already) asks for the runs after the ask's
             // last, while the rest of this ask is still in flight.
             let _ = peers[shard].landed.send(RunLanded {
-                ledger: ledger as i64,
-                start: start as i64,
-                trigger: (start == entry).then_some(entry as i64),
-                more: more.map(|(next, end)| (next as i64, end as i64)),
+                ledger,
+                start,
+                trigger: (start == entry).then_some(entry),
+                more,
                 bodies,
             });
         };

@@ -4,7 +4,7 @@
 //! read; answer the reads parked on a run when it lands.
 
 use super::*;
-use crate::read::ahead::{Landed, Step, Via};
+use crate::read::ahead::{Step, Via};
 
 /// How long a read waits in the shard for a read-ahead run (`run_waits`) before it goes to a
 /// reader by itself. A run is one device read; this only bounds a reader that never reports.
@@ -86,7 +86,9 @@ impl Shard {
     /// Queues `read` for the shard's readers, `run` entries from it (full: ETOOMANYREQUESTS).
     fn send_to_reader(&mut self, read: DiskRead, to: Responder, run: usize) {
         let run_from = match read {
-            DiskRead::Entry { ledger, entry, .. } if run > 1 => Some((ledger, entry + 1)),
+            DiskRead::Entry { ledger, entry, .. } if run > 1 => {
+                Some((ledger as u64, entry as u64 + 1))
+            }
             _ => None,
         };
         let mut job = self.read_job(read, &to);
@@ -115,14 +117,7 @@ impl Shard {
     /// A run a reader read for this shard's read-ahead: into the cache, and the reads parked
     /// on it answered from there or sent on ([`Via::Run`]: only a read past the run may wait
     /// again, for the next run).
-    pub fn run_landed(&mut self, landed: RunLanded) {
-        let run = Landed {
-            ledger: landed.ledger as u64,
-            start: landed.start as u64,
-            bodies: landed.bodies,
-            trigger: landed.trigger.map(|t| t as u64),
-            more: landed.more.map(|(next, end)| (next as u64, end as u64)),
-        };
+    pub fn run_landed(&mut self, run: RunLanded) {
         let (reads, via) = self.read_ahead.landed(run, now_us());
         for (read, to) in reads {
             self.read_disk_via(read, to, via);

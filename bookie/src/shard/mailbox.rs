@@ -87,13 +87,13 @@ pub struct ShardInbox {
 /// read (not in the store, or the read failed), and those reads go to a reader.
 #[derive(Debug)]
 pub struct RunLanded {
-    pub ledger: i64,
-    pub start: i64,
+    pub ledger: u64,
+    pub start: u64,
     pub bodies: Vec<Bytes>,
-    /// The entry whose take asks for the run after this one (`read::cache` triggers).
-    pub trigger: Option<i64>,
+    /// The entry whose take asks for the runs after this one (`read::cache` triggers).
+    pub trigger: Option<u64>,
     /// While runs of the same ask follow: where the next starts, and where the last ends.
-    pub more: Option<(i64, i64)>,
+    pub more: Option<(u64, u64)>,
 }
 
 /// A request to collect garbage (sent by the GC driver to each shard, which forwards it to
