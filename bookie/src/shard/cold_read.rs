@@ -61,17 +61,20 @@ impl Shard {
                     // It waited for the device: a cache-miss read as far as its latency goes.
                     self.m().stage(Stage::CacheMissRead, to.since());
                 }
-                let DiskRead::Entry {
-                    ledger,
-                    reply_entry_id,
-                    max_lac,
-                    ..
-                } = read
-                else {
-                    unreachable!("only an entry read hits the read-ahead cache");
-                };
-                let reply = read_thread::entry_reply(ledger, reply_entry_id, max_lac, Some(body));
-                self.respond(to, reply);
+                match read {
+                    DiskRead::Entry {
+                        ledger,
+                        reply_entry_id,
+                        max_lac,
+                        ..
+                    } => {
+                        let reply =
+                            read_thread::entry_reply(ledger, reply_entry_id, max_lac, Some(body));
+                        self.respond(to, reply);
+                    }
+                    // The policy hits only entry reads; anything else is read as asked.
+                    other => self.send_to_reader(other, to, 1),
+                }
             }
             Step::Parked => {
                 self.m().read_ahead_waits.fetch_add(1, Ordering::Relaxed);
