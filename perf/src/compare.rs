@@ -12,11 +12,15 @@
 //! | p99 | > 1.20 | Δ ≥ 200 µs |
 //! | p99.9 | > 1.50 | Δ ≥ 1 ms |
 //! | max | report only | |
+//! | cpu/op (the bookie's CPU per operation) | > 1.10, closed-loop runs only | – |
 //!
 //! `--max-regression X` (e.g. `10%`, `100%`) replaces every threshold by one factor f = 1 + X:
-//! latency ratios above f and throughput ratios below 1/f regress; `100%` therefore means "2×
-//! worse", the CI smoke's bar. Latencies are gated only for open-loop (`fixed_rate`) runs that
-//! are not saturated; closed-loop or saturated runs are judged on throughput alone (§5.1).
+//! latency and CPU ratios above f and throughput ratios below 1/f regress; `100%` therefore means
+//! "2× worse". `--bar METRIC=X` sets one metric's factor the same way (the gate's bars come from a
+//! measured sensitivity table: docs/gate.md). Latencies are gated only for open-loop
+//! (`fixed_rate`) runs that are not saturated; closed-loop or saturated runs are judged on
+//! throughput (and CPU per operation) alone (§5.1). The bookie's CPU per operation is gated only
+//! in closed-loop runs, where it is the operation's work rather than the price of waking up.
 //! Failed or timed-out operations in a candidate round fail outright, unless
 //! `--tolerate-failed F` is given: then only a median failed fraction above F fails (for smoke
 //! runs on a shared machine where a bookie's backpressure may turn a few adds away).
@@ -45,6 +49,10 @@ pub struct CompareArgs {
     /// Tolerate failed operations up to this fraction of the candidate's (median), e.g. 1%.
     #[arg(long)]
     pub tolerate_failed: Option<String>,
+    /// One metric's bar instead of the table's, `METRIC=X` (repeatable): e.g. `cpu/op=6%`,
+    /// `throughput=6%`, `p99.9=60%`. Metrics: throughput, p50, p99, p99.9, cpu/op.
+    #[arg(long = "bar", value_name = "METRIC=X")]
+    pub bars: Vec<String>,
 }
 
 /// Arguments of `bkperf compare-rounds`.
@@ -62,7 +70,76 @@ pub struct CompareRoundsArgs {
     /// Tolerate failed operations up to this fraction of the candidate's (median), e.g. 1%.
     #[arg(long)]
     pub tolerate_failed: Option<String>,
+    /// One metric's bar instead of the table's, `METRIC=X` (repeatable): e.g. `cpu/op=6%`.
+    #[arg(long = "bar", value_name = "METRIC=X")]
+    pub bars: Vec<String>,
+    /// Also write the verdict table as JSON (`bookie-verdict/1`) to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Append the verdict as one JSON line (`bookie-gate-history/1`) to this file: the trend
+    /// page's input (`bkperf trend`).
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// The baseline's revision, for --json and --history (e.g. a commit hash).
+    #[arg(long, default_value = "")]
+    pub base_rev: String,
+    /// The candidate's revision, for --json and --history.
+    #[arg(long, default_value = "")]
+    pub cand_rev: String,
+    /// What the comparison was, for --history: `landing` (the submission against the previous
+    /// landing) or `drift` (against a landing further back).
+    #[arg(long, default_value = "landing")]
+    pub kind: String,
 }
+
+/// The bars a comparison is judged by: the table's, one factor for all (`--max-regression`),
+/// or one metric's own (`--bar`), and the failed operations tolerated.
+#[derive(Clone, Debug, Default)]
+pub struct Bars {
+    pub max_regression: Option<f64>,
+    pub per_metric: Vec<(String, f64)>,
+    pub tolerate_failed: f64,
+}
+
+impl Bars {
+    pub fn parse(
+        max_regression: &Option<String>,
+        bars: &[String],
+        tolerate_failed: &Option<String>,
+    ) -> Result<Bars, String> {
+        let mut per_metric = Vec::new();
+        for b in bars {
+            let (name, x) = b
+                .split_once('=')
+                .ok_or_else(|| format!("bad --bar {b:?}: use METRIC=X, e.g. cpu/op=6%"))?;
+            if !METRIC_NAMES.contains(&name) {
+                return Err(format!(
+                    "bad --bar {b:?}: no metric {name:?} (one of {})",
+                    METRIC_NAMES.join(", ")
+                ));
+            }
+            per_metric.push((name.to_string(), parse_fraction(x)?));
+        }
+        Ok(Bars {
+            max_regression: threshold(max_regression)?,
+            per_metric,
+            tolerate_failed: tolerance(tolerate_failed)?,
+        })
+    }
+
+    /// The factor for `metric`: its own bar, else the common factor, else None (the table's).
+    fn factor(&self, metric: &str) -> Option<f64> {
+        self.per_metric
+            .iter()
+            .rev()
+            .find(|(m, _)| m == metric)
+            .map(|(_, x)| *x)
+            .or(self.max_regression)
+    }
+}
+
+/// The gated metrics, as `--bar` names them.
+const METRIC_NAMES: [&str; 5] = ["throughput", "p50", "p99", "p99.9", "cpu/op"];
 
 /// The figures of one report that are judged.
 #[derive(Clone, Debug, PartialEq)]
@@ -77,6 +154,9 @@ pub struct Metrics {
     pub ok: u64,
     pub open_loop: bool,
     pub saturated: bool,
+    /// The bookie's CPU per operation over the measured window (µs, all its threads), when
+    /// bkperf could read it.
+    pub cpu_per_op: Option<f64>,
 }
 
 impl Metrics {
@@ -105,6 +185,9 @@ impl Metrics {
             ok: res["ops_ok"].as_u64().unwrap_or(0),
             open_loop: r["workload"]["mode"] == "fixed_rate",
             saturated: r["validity"]["saturated"].as_bool().unwrap_or(false),
+            cpu_per_op: r["resources"]["bookie_per_op"]["cpu_us_per_op"]
+                .as_f64()
+                .filter(|x| *x > 0.0),
         })
     }
 
@@ -195,22 +278,28 @@ pub fn parse_fraction(text: &str) -> Result<f64, String> {
 /// Judges paired rounds (`base[i]` against `cand[i]`).
 #[cfg(test)]
 pub fn judge(base: &[Metrics], cand: &[Metrics], max_regression: Option<f64>) -> Vec<Row> {
-    judge_with(base, cand, max_regression, 0.0)
+    let bars = Bars {
+        max_regression,
+        ..Bars::default()
+    };
+    judge_with(base, cand, &bars)
 }
 
-/// Judges paired rounds (`base[i]` against `cand[i]`), tolerating a median failed fraction up to `tolerate_failed` (0 = none).
-pub fn judge_with(
-    base: &[Metrics],
-    cand: &[Metrics],
-    max_regression: Option<f64>,
-    tolerate_failed: f64,
-) -> Vec<Row> {
+/// Judges paired rounds (`base[i]` against `cand[i]`) by `bars`.
+///
+/// The bookie's CPU per operation is gated only for closed-loop runs, where the bookie works
+/// flat out and each operation's CPU is its work; in an open-loop run at a modest rate it is
+/// mostly the cost of waking up, and is reported only.
+pub fn judge_with(base: &[Metrics], cand: &[Metrics], bars: &Bars) -> Vec<Row> {
+    let tolerate_failed = bars.tolerate_failed;
     let n = base.len().min(cand.len());
     let latency_gated = (0..n).all(|i| {
         base[i].open_loop && cand[i].open_loop && !base[i].saturated && !cand[i].saturated
     });
+    let cpu_known = (0..n).all(|i| base[i].cpu_per_op.is_some() && cand[i].cpu_per_op.is_some());
+    let cpu_gated = cpu_known && (0..n).all(|i| !base[i].open_loop && !cand[i].open_loop);
     type Get = fn(&Metrics) -> f64;
-    let metrics: [(&'static str, Get, Better, Option<f64>, f64); 5] = [
+    let metrics: [(&'static str, Get, Better, Option<f64>, f64); 6] = [
         (
             "throughput",
             |m| m.throughput,
@@ -222,9 +311,19 @@ pub fn judge_with(
         ("p99", |m| m.p99, Better::Lower, Some(1.20), 200.0),
         ("p99.9", |m| m.p99_9, Better::Lower, Some(1.50), 1000.0),
         ("max", |m| m.max, Better::Lower, None, 0.0),
+        (
+            "cpu/op",
+            |m| m.cpu_per_op.unwrap_or(f64::NAN),
+            Better::Lower,
+            Some(1.10),
+            0.0,
+        ),
     ];
     let mut rows = Vec::new();
     for (name, get, better, default_threshold, floor) in metrics {
+        if name == "cpu/op" && !cpu_known {
+            continue;
+        }
         let ratios: Vec<f64> = (0..n)
             .map(|i| {
                 let (b, c) = (get(&base[i]), get(&cand[i]));
@@ -256,13 +355,14 @@ pub fn judge_with(
                 median(&ratios)
             }
         };
-        let gated = match better {
-            Better::Higher => true,
-            Better::Lower => latency_gated,
+        let gated = match (name, better) {
+            ("cpu/op", _) => cpu_gated,
+            (_, Better::Higher) => true,
+            (_, Better::Lower) => latency_gated,
         };
         let threshold = default_threshold
             .filter(|_| gated)
-            .map(|t| match max_regression {
+            .map(|t| match bars.factor(name) {
                 None => t,
                 Some(x) => match better {
                     Better::Higher => 1.0 / (1.0 + x),
@@ -383,7 +483,7 @@ fn render(rows: &[Row], base: &[Metrics], cand: &[Metrics]) -> String {
         .any(|r| r.metric == "p50" && r.threshold.is_some())
     {
         out.push_str(
-            "latency not gated: closed-loop or saturated run(s) are judged on throughput only\n",
+            "latency not gated: closed-loop or saturated run(s) are judged on throughput (and the bookie's CPU per op) only\n",
         );
     }
     out.push_str(&t.render());
@@ -418,14 +518,13 @@ pub fn run(args: &CompareArgs) -> ExitCode {
         Ok((
             Metrics::load(&args.base)?,
             Metrics::load(&args.cand)?,
-            threshold(&args.max_regression)?,
-            tolerance(&args.tolerate_failed)?,
+            Bars::parse(&args.max_regression, &args.bars, &args.tolerate_failed)?,
         ))
     })();
     match loaded {
-        Ok((b, c, t, f)) => {
+        Ok((b, c, bars)) => {
             let (b, c) = (vec![b], vec![c]);
-            finish(&judge_with(&b, &c, t, f), &b, &c)
+            finish(&judge_with(&b, &c, &bars), &b, &c)
         }
         Err(e) => {
             log::error!("{e}");
@@ -454,20 +553,77 @@ pub fn run_rounds(args: &CompareRoundsArgs) -> ExitCode {
             .iter()
             .map(|p| Metrics::load(p))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok((
-            b,
-            c,
-            threshold(&args.max_regression)?,
-            tolerance(&args.tolerate_failed)?,
-        ))
+        let bars = Bars::parse(&args.max_regression, &args.bars, &args.tolerate_failed)?;
+        Ok((b, c, bars))
     })();
-    match loaded {
-        Ok((b, c, t, f)) => finish(&judge_with(&b, &c, t, f), &b, &c),
+    let (b, c, bars) = match loaded {
+        Ok(x) => x,
         Err(e) => {
             log::error!("{e}");
-            ExitCode::from(2)
+            return ExitCode::from(2);
+        }
+    };
+    let rows = judge_with(&b, &c, &bars);
+    let verdict = verdict_json(&rows, &c, args);
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&verdict).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text + "\n") {
+            log::error!("cannot write {}: {e}", path.display());
+            return ExitCode::from(2);
         }
     }
+    if let Some(path) = &args.history {
+        if let Err(e) = append_line(path, &verdict) {
+            log::error!("cannot append to {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    finish(&rows, &b, &c)
+}
+
+/// The verdict as JSON: the `bookie-verdict/1` file, and one line of the gate's history.
+fn verdict_json(rows: &[Row], cand: &[Metrics], args: &CompareRoundsArgs) -> Value {
+    let num = |x: f64| {
+        if x.is_finite() {
+            serde_json::json!((x * 10_000.0).round() / 10_000.0)
+        } else {
+            Value::Null
+        }
+    };
+    let metrics: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "metric": r.metric,
+                "base_median": num(r.base_median),
+                "cand_median": num(r.cand_median),
+                "ratio": num(r.median_ratio),
+                "worse": r.worse,
+                "rounds": r.rounds,
+                "threshold": r.threshold.map(num),
+                "verdict": r.verdict.name(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "schema": "bookie-gate-history/1",
+        "date": crate::report::utc_now_iso(),
+        "kind": args.kind,
+        "base_rev": args.base_rev,
+        "cand_rev": args.cand_rev,
+        "workload": cand.first().map_or("?", |m| m.workload.as_str()),
+        "verdict": overall(rows).name(),
+        "metrics": metrics,
+    })
+}
+
+fn append_line(path: &Path, v: &Value) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(f, "{}", serde_json::to_string(v)?)
 }
 
 #[cfg(test)]
@@ -486,6 +642,7 @@ mod tests {
             ok: 1000,
             open_loop: true,
             saturated: false,
+            cpu_per_op: None,
         }
     }
 
@@ -591,17 +748,74 @@ mod tests {
     }
 
     #[test]
+    fn cpu_per_op_is_gated_in_closed_loops_only_and_bars_override_one_metric() {
+        let closed = |thr: f64, cpu: f64| Metrics {
+            open_loop: false,
+            cpu_per_op: Some(cpu),
+            ..m(thr, 300.0, 900.0, 3000.0)
+        };
+        let base: Vec<Metrics> = (0..5).map(|_| closed(1000.0, 3.0)).collect();
+        // 8 % more CPU per op, throughput unchanged: passes the table's 1.10, fails a 4 % bar.
+        let cand: Vec<Metrics> = (0..5).map(|_| closed(1000.0, 3.24)).collect();
+        assert_eq!(
+            verdict_of(&judge(&base, &cand, None), "cpu/op"),
+            Verdict::Pass
+        );
+        let bars = Bars::parse(&None, &["cpu/op=4%".into()], &None).unwrap();
+        let rows = judge_with(&base, &cand, &bars);
+        assert_eq!(verdict_of(&rows, "cpu/op"), Verdict::Fail);
+        assert_eq!(
+            verdict_of(&rows, "throughput"),
+            Verdict::Pass,
+            "its bar is the table's"
+        );
+        // In an open loop the same figures are reported, not gated.
+        let open = |c: &Metrics| Metrics {
+            open_loop: true,
+            ..c.clone()
+        };
+        let (ob, oc): (Vec<_>, Vec<_>) = (
+            base.iter().map(open).collect(),
+            cand.iter().map(open).collect(),
+        );
+        assert_eq!(
+            verdict_of(&judge_with(&ob, &oc, &bars), "cpu/op"),
+            Verdict::Info
+        );
+        // Without CPU figures there is no row at all.
+        let none = judge(
+            &[m(1000.0, 300.0, 900.0, 3000.0)],
+            &[m(1000.0, 300.0, 900.0, 3000.0)],
+            None,
+        );
+        assert!(none.iter().all(|r| r.metric != "cpu/op"));
+        // A throughput bar of 4 % fails below 1/1.04.
+        let slow: Vec<Metrics> = (0..5).map(|_| closed(955.0, 3.0)).collect();
+        let bars = Bars::parse(&None, &["throughput=4%".into()], &None).unwrap();
+        assert_eq!(
+            verdict_of(&judge_with(&base, &slow, &bars), "throughput"),
+            Verdict::Fail
+        );
+        assert!(Bars::parse(&None, &["latency=4%".into()], &None).is_err());
+        assert!(Bars::parse(&None, &["cpu/op".into()], &None).is_err());
+    }
+
+    #[test]
     fn failed_ops_fail_outright() {
         let base = vec![m(1000.0, 300.0, 900.0, 3000.0)];
         let mut cand = base[0].clone();
         cand.failed = 1;
         assert_eq!(overall(&judge(&base, &[cand.clone()], None)), Verdict::Fail);
         // Tolerated up to 1 %: 1 failed of 1001 passes, 20 of 1020 fails.
-        let within = judge_with(&base, &[cand.clone()], None, 0.01);
+        let tolerant = Bars {
+            tolerate_failed: 0.01,
+            ..Bars::default()
+        };
+        let within = judge_with(&base, &[cand.clone()], &tolerant);
         assert_eq!(overall(&within), Verdict::Pass);
         cand.failed = 20;
         assert_eq!(
-            overall(&judge_with(&base, &[cand], None, 0.01)),
+            overall(&judge_with(&base, &[cand], &tolerant)),
             Verdict::Fail
         );
     }

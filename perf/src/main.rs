@@ -7,6 +7,7 @@
 //!   omission, per-second rows, JSON and HTML ([`html`]) reports;
 //! - `sink`: a fake bookie answering at once, bkperf's own ceiling ([`sink`]);
 //! - `compare`, `compare-rounds`: regression verdicts over reports ([`compare`]);
+//! - `trend`: the regression gate's history, drift summary and trend page ([`trend`]);
 //! - `probe`: the device's own limits in this run (commit latency, bandwidth per fdatasync
 //!   size, CRC32C rate), the yardstick for every other number;
 //! - `journal`: concurrent writers appending to the real journal.
@@ -36,6 +37,7 @@ mod report;
 mod sink;
 mod stages;
 mod stalls;
+mod trend;
 mod usage;
 
 use clap::{Parser, Subcommand};
@@ -81,6 +83,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Judge interleaved rounds of a baseline and a candidate (median of paired ratios).
     CompareRounds(compare::CompareRoundsArgs),
+    /// The regression gate's history: drift summary and an HTML trend page.
+    Trend(trend::TrendArgs),
 }
 
 fn main() -> ExitCode {
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         Some(Command::Sink(args)) => sink::run(args),
         Some(Command::Compare(args)) => return compare::run(args),
         Some(Command::CompareRounds(args)) => return compare::run_rounds(args),
+        Some(Command::Trend(args)) => trend::run(args),
         None => default_job(&cli),
     };
     match result {

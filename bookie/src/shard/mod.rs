@@ -15,6 +15,7 @@ mod gauges;
 mod long_poll;
 pub mod mailbox;
 mod remote;
+mod slowdown;
 
 pub use commit::EventFd;
 use long_poll::Watcher;
@@ -465,6 +466,7 @@ impl Shard {
                         .write_bytes
                         .fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
                     let started = now_us();
+                    slowdown::add();
                     let d = self.table.add(
                         *ledger_id,
                         *entry_id,
@@ -486,6 +488,7 @@ impl Shard {
                 previous_lac,
                 time_out,
             } => {
+                slowdown::read();
                 let d = self.table.read(
                     *ledger_id,
                     *entry_id,
