@@ -4,11 +4,6 @@
 
 use super::*;
 
-/// Write-cache fill (per mille) from which connections' reads start to pause, and at which
-/// every read pauses ([`Shard::admission_delay`]).
-const PACE_FROM_PERMILLE: u32 = 700;
-const PACE_ALL_PERMILLE: u32 = 900;
-
 /// The journal ring's eventfd, for `AsyncFd`: a duplicate of the ring's descriptor, owned, so
 /// the driver's `AsyncFd` never outlives the descriptor it watches.
 pub struct EventFd(OwnedFd);
@@ -133,15 +128,11 @@ impl Shard {
         !self.blocked.is_empty() || self.table.is_full()
     }
 
-    /// Past 70 % of any shard's write cache, a share of the connections' reads pause 1 ms
-    /// first, the share growing with the fill (none at 70 %, every read at 90 %): the intake
-    /// slows while the flush (a thread at a lower priority, which a busy shard starves of CPU)
-    /// catches up, instead of running into a full cache that stops every connection until a
-    /// whole flush completes (0.1-1 s in a closed loop, `write_cache_full`). A share and not
-    /// every read: one connection reads ~60 adds (~0.2 ms of the shard's work) at a time, so
-    /// pausing each of its reads would cut its intake to a sixth when the flush needs a few
-    /// per cent of the core (a closed loop's throughput fell from 330k to 130k adds/s for a
-    /// second, p99 6 -> 38 ms). Any shard's: a connection's adds go to every shard's ledgers.
+    /// Past three quarters of any shard's write cache, each connection pauses 1 ms before its
+    /// next read: the intake slows while the flush (a thread at a lower priority, which a busy
+    /// shard starves of CPU) catches up, instead of running into a full cache that stops every
+    /// connection until a whole flush completes (0.1-1 s in a closed loop, `write_cache_full`).
+    /// Any shard's: a connection's adds go to every shard's ledgers.
     pub fn admission_delay(&self) -> Option<Duration> {
         let fullest = self
             .peers
@@ -149,21 +140,7 @@ impl Shard {
             .map(|p| p.cache_fill_permille.load(Ordering::Relaxed))
             .max()
             .unwrap_or(0);
-        let share = (fullest.saturating_sub(PACE_FROM_PERMILLE) as f64
-            / (PACE_ALL_PERMILLE - PACE_FROM_PERMILLE) as f64)
-            .min(1.0);
-        if share <= 0.0 {
-            self.pause_credit.set(0.0);
-            return None;
-        }
-        let credit = self.pause_credit.get() + share;
-        if credit >= 1.0 {
-            self.pause_credit.set(credit - 1.0);
-            Some(Duration::from_millis(1))
-        } else {
-            self.pause_credit.set(credit);
-            None
-        }
+        (fullest >= 750).then_some(Duration::from_millis(1))
     }
 
     /// Woken when [`Shard::is_blocked`] may have turned false.

@@ -187,9 +187,6 @@ pub struct Shard {
     journal_timer_at_us: u64,
     /// Since when (`metrics::now_us`) the write cache has been full; 0: it is not.
     cache_full_since_us: u64,
-    /// Admission pauses owed (`admission_delay`): each read adds the pacing share, a pause
-    /// is taken at each whole one.
-    pause_credit: std::cell::Cell<f64>,
     watchers: HashMap<i64, Vec<Watcher>>,
     next_watch: u64,
     conns: HashMap<u64, Weak<Conn>>,
@@ -326,7 +323,6 @@ impl Shard {
             journal_timer: Rc::new(tokio::sync::Notify::new()),
             journal_timer_at_us: u64::MAX,
             cache_full_since_us: 0,
-            pause_credit: std::cell::Cell::new(0.0),
             watchers: HashMap::new(),
             next_watch: 0,
             conns: HashMap::new(),
