@@ -29,7 +29,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-fn esc(s: &str) -> String {
+/// Escapes text for HTML (also used by the trend page).
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::html::esc;
+
 /// Arguments of `bkperf trend`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TrendArgs {
@@ -221,13 +223,6 @@ const BOTTOM: f64 = 48.0;
 const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
 ];
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// One chart: a metric of a workload, ratio against gate run.
 fn chart(workload: &str, metric: &str, runs: &[String], t: &Track) -> String {
