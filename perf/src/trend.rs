@@ -119,6 +119,8 @@ pub struct Track {
     pub compounded: Vec<(usize, f64)>,
     pub drift: Vec<(usize, f64)>,
     pub threshold: Option<f64>,
+    /// The baseline of the last landing point (a repeat against it replaces that point).
+    last_base: Option<String>,
 }
 
 /// The gate runs in file order (one x position per distinct candidate revision and kind run),
@@ -138,9 +140,16 @@ pub fn tracks(entries: &[Entry]) -> (Vec<String>, BTreeMap<(String, String), Tra
                 t.drift.push((x, p.ratio));
                 continue;
             }
+            // A later run of the same submission against the same landing replaces the
+            // earlier one: both measured one step, which compounds once.
+            if t.last_base.as_deref() == Some(e.base_rev.as_str()) {
+                t.landings.pop();
+                t.compounded.pop();
+            }
             let prev = t.compounded.last().map_or(1.0, |c| c.1);
             t.landings.push((x, p.ratio));
             t.compounded.push((x, prev * p.ratio));
+            t.last_base = Some(e.base_rev.clone());
             if p.threshold.is_some() {
                 t.threshold = p.threshold;
             }
@@ -406,7 +415,7 @@ mod tests {
 
     fn line(kind: &str, cand: &str, cpu: f64, thr: f64) -> String {
         format!(
-            r#"{{"schema":"bookie-gate-history/1","date":"2026-12-05T00:00:00Z","kind":"{kind}","base_rev":"b","cand_rev":"{cand}","workload":"regress-closed-1024B","verdict":"PASS","metrics":[{{"metric":"cpu/op","ratio":{cpu},"threshold":1.05,"verdict":"PASS"}},{{"metric":"throughput","ratio":{thr},"threshold":0.952,"verdict":"PASS"}},{{"metric":"failed ops","ratio":null,"threshold":0.05,"verdict":"PASS"}}]}}"#
+            r#"{{"schema":"bookie-gate-history/1","date":"2026-12-05T00:00:00Z","kind":"{kind}","base_rev":"before-{cand}","cand_rev":"{cand}","workload":"regress-closed-1024B","verdict":"PASS","metrics":[{{"metric":"cpu/op","ratio":{cpu},"threshold":1.05,"verdict":"PASS"}},{{"metric":"throughput","ratio":{thr},"threshold":0.952,"verdict":"PASS"}},{{"metric":"failed ops","ratio":null,"threshold":0.05,"verdict":"PASS"}}]}}"#
         )
     }
 
@@ -456,5 +465,16 @@ mod tests {
             html.contains("<svg") && html.contains("bar 1.050") && html.contains("drift check")
         );
         assert!(Entry::parse(r#"{"schema":"other"}"#).is_err());
+        // Two runs of one submission against the same landing compound once: the later wins.
+        let again = line("landing", "c2", 1.10, 1.0).replace("before-c2", "x");
+        let twice = again.replace("c2", "c3").replace("1.1,", "0.9,");
+        let entries: Vec<Entry> = [again, twice]
+            .iter()
+            .map(|l| Entry::parse(l).unwrap())
+            .collect();
+        let (_, tracks) = super::tracks(&entries);
+        let t = &tracks[&("regress-closed-1024B".to_string(), "cpu/op".to_string())];
+        assert_eq!(t.landings, vec![(1, 0.9)]);
+        assert_eq!(t.compounded, vec![(1, 0.9)]);
     }
 }
