@@ -229,9 +229,8 @@ const LEFT: f64 = 60.0;
 const RIGHT: f64 = 30.0;
 const TOP: f64 = 24.0;
 const BOTTOM: f64 = 48.0;
-const COLORS: [&str; 6] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
-];
+/// Colours of the three series: each landing, compounded, drift check.
+const COLORS: [&str; 3] = ["#1f77b4", "#ff7f0e", "#2ca02c"];
 
 /// One chart: a metric of a workload, ratio against gate run.
 fn chart(workload: &str, metric: &str, runs: &[String], t: &Track) -> String {
@@ -312,7 +311,7 @@ fn chart(workload: &str, metric: &str, runs: &[String], t: &Track) -> String {
     type Line<'a> = (&'a str, &'a [(usize, f64)], &'a str, bool);
     let series: [Line; 3] = [
         ("each landing", &t.landings, COLORS[0], false),
-        ("compounded", &t.compounded, COLORS[4], true),
+        ("compounded", &t.compounded, COLORS[1], true),
         ("drift check", &t.drift, COLORS[2], false),
     ];
     for (k, (label, pts, color, dashed)) in series.iter().enumerate() {
