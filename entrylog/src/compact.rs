@@ -397,7 +397,8 @@ impl<S: Storage> LedgerStore<S> {
                 set_len(&mut c.outputs, id, end);
                 seg = self.new_output(c)?;
             }
-            let location = seg.append(&mut self.storage, r.ledger, r.entry, body)?;
+            let crc = segment::body_crc(body);
+            let location = seg.append(&mut self.storage, r.ledger, r.entry, body, crc)?;
             self.note_entry(location.segment as u64, r.ledger);
             c.relocated.push(IndexRecord {
                 ledger: r.ledger,
