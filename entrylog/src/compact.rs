@@ -397,8 +397,7 @@ impl<S: Storage> LedgerStore<S> {
                 set_len(&mut c.outputs, id, end);
                 seg = self.new_output(c)?;
             }
-            let crc = segment::body_crc(body);
-            let location = seg.append(&mut self.storage, r.ledger, r.entry, body, crc)?;
+            let location = seg.append(&mut self.storage, r.ledger, r.entry, body)?;
             self.note_entry(location.segment as u64, r.ledger);
             c.relocated.push(IndexRecord {
                 ledger: r.ledger,

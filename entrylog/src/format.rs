@@ -13,9 +13,7 @@ pub const SEGMENT_HEADER_BYTES: u64 = BLOCK as u64;
 
 /// Entry header magic ("BKEN"); also what tells an entry from zero padding.
 pub const ENTRY_MAGIC: [u8; 4] = *b"BKEN";
-/// Version 2 (the body's CRC first); version 1 segments are still read.
-pub const ENTRY_VERSION: u16 = 2;
-pub const ENTRY_VERSION_1: u16 = 1;
+pub const ENTRY_VERSION: u16 = 1;
 pub const ENTRY_HEADER_BYTES: usize = 32;
 /// Entries start at multiples of this within a segment.
 pub const ENTRY_ALIGN: usize = 8;
@@ -208,7 +206,7 @@ mod tests {
                 META_VERSION,
                 MANIFEST_VERSION
             ),
-            (1, 2, 1, 1, 1)
+            (1, 1, 1, 1, 1)
         );
         assert!(doc.contains("version 1"));
     }

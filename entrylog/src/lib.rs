@@ -36,5 +36,5 @@ pub use compact::{Compaction, CompactionStats, IndexGcStats, SegmentUsage, Step}
 pub use error::{CorruptionKind, StoreError};
 pub use meta::LedgerMeta;
 pub use reader::Reader;
-pub use segment::{body_crc, Location, ScannedEntry};
+pub use segment::{Location, ScannedEntry};
 pub use store::{FlushBatch, FlushStats, LedgerStore, LedgerStoreConfig, ReadView, Recovered};

@@ -67,52 +67,15 @@ pub fn decode_header(b: &[u8], segment: u64) -> Result<(), CorruptionKind> {
     Ok(())
 }
 
-/// Version 1: CRC32C seeded with the segment id, over the header fields, then the body.
-fn entry_crc_v1(segment: u64, header: &[u8], body: &[u8]) -> u32 {
+fn entry_crc(segment: u64, header: &[u8], body: &[u8]) -> u32 {
     let seed = crc32c::crc32c(&segment.to_le_bytes());
     let c = crc32c::crc32c_append(seed, &header[0..12]);
     let c = crc32c::crc32c_append(c, &header[16..32]);
     crc32c::crc32c_append(c, body)
 }
 
-/// Version 2: the body's own CRC32C first, then the segment id and the header fields. The
-/// body's CRC is taken once, on the shard, while the body is hot from the socket
-/// ([`body_crc`]); the flush, which reaches the body seconds later, only extends it over 36
-/// bytes instead of pulling the cold body through the cache.
-fn entry_crc_v2(segment: u64, header: &[u8], body_crc: u32) -> u32 {
-    let c = crc32c::crc32c_append(body_crc, &segment.to_le_bytes());
-    let c = crc32c::crc32c_append(c, &header[0..12]);
-    crc32c::crc32c_append(c, &header[16..32])
-}
-
-/// The CRC32C of an entry's body, as [`encode_entry_header`] expects it.
-pub fn body_crc(body: &[u8]) -> u32 {
-    crc32c::crc32c(body)
-}
-
-/// Encodes a (version 2) entry header for a body of `len` bytes whose CRC32C is `body_crc`.
+/// Encodes an entry header for `body`.
 pub fn encode_entry_header(
-    segment: u64,
-    ledger: u64,
-    entry: u64,
-    len: u32,
-    body_crc: u32,
-) -> [u8; ENTRY_HEADER_BYTES] {
-    let mut h = [0u8; ENTRY_HEADER_BYTES];
-    h[0..4].copy_from_slice(&ENTRY_MAGIC);
-    put_u16(&mut h, 4, ENTRY_VERSION);
-    put_u32(&mut h, 8, len);
-    put_u64(&mut h, 16, ledger);
-    put_u64(&mut h, 24, entry);
-    let crc = entry_crc_v2(segment, &h, body_crc);
-    put_u32(&mut h, 12, crc);
-    h
-}
-
-/// Encodes a version 1 entry header, as segments written before version 2 hold them: for
-/// the tests that read such segments.
-#[cfg(test)]
-pub(crate) fn encode_entry_header_v1(
     segment: u64,
     ledger: u64,
     entry: u64,
@@ -120,11 +83,11 @@ pub(crate) fn encode_entry_header_v1(
 ) -> [u8; ENTRY_HEADER_BYTES] {
     let mut h = [0u8; ENTRY_HEADER_BYTES];
     h[0..4].copy_from_slice(&ENTRY_MAGIC);
-    put_u16(&mut h, 4, ENTRY_VERSION_1);
+    put_u16(&mut h, 4, ENTRY_VERSION);
     put_u32(&mut h, 8, body.len() as u32);
     put_u64(&mut h, 16, ledger);
     put_u64(&mut h, 24, entry);
-    let crc = entry_crc_v1(segment, &h, body);
+    let crc = entry_crc(segment, &h, body);
     put_u32(&mut h, 12, crc);
     h
 }
@@ -135,7 +98,6 @@ pub struct EntryHeader {
     pub ledger: u64,
     pub entry: u64,
     pub length: u32,
-    version: u16,
     crc: u32,
 }
 
@@ -147,8 +109,7 @@ pub fn decode_entry_header(h: &[u8]) -> Result<EntryHeader, CorruptionKind> {
     if h[0..4] != ENTRY_MAGIC {
         return Err(CorruptionKind::BadMagic);
     }
-    let version = get_u16(h, 4);
-    if version != ENTRY_VERSION && version != ENTRY_VERSION_1 {
+    if get_u16(h, 4) != ENTRY_VERSION {
         return Err(CorruptionKind::UnsupportedVersion);
     }
     if get_u16(h, 6) != 0 {
@@ -156,7 +117,6 @@ pub fn decode_entry_header(h: &[u8]) -> Result<EntryHeader, CorruptionKind> {
     }
     Ok(EntryHeader {
         length: get_u32(h, 8),
-        version,
         crc: get_u32(h, 12),
         ledger: get_u64(h, 16),
         entry: get_u64(h, 24),
@@ -173,11 +133,7 @@ pub fn verify_entry(
     if body.len() != eh.length as usize {
         return Err(CorruptionKind::BadLength);
     }
-    let crc = match eh.version {
-        ENTRY_VERSION_1 => entry_crc_v1(segment, h, body),
-        _ => entry_crc_v2(segment, h, body_crc(body)),
-    };
-    if crc != eh.crc {
+    if entry_crc(segment, h, body) != eh.crc {
         return Err(CorruptionKind::BadChecksum);
     }
     Ok(())
@@ -251,20 +207,18 @@ impl SegmentAppender {
         self.writer.pos() <= SEGMENT_HEADER_BYTES
     }
 
-    /// Appends one entry whose body's CRC32C is `body_crc` ([`body_crc`]); returns its
-    /// location.
+    /// Appends one entry; returns its location.
     pub(crate) fn append<S: Storage>(
         &mut self,
         storage: &mut S,
         ledger: u64,
         entry: u64,
         body: &[u8],
-        body_crc: u32,
     ) -> Result<Location, StoreError> {
         let length =
             u32::try_from(body.len()).map_err(|_| StoreError::Limit("entry over 4 GiB"))?;
         let offset = self.writer.pos();
-        let h = encode_entry_header(self.id, ledger, entry, length, body_crc);
+        let h = encode_entry_header(self.id, ledger, entry, body);
         let r = self
             .writer
             .write(storage, &h)
@@ -486,51 +440,19 @@ mod tests {
     #[test]
     fn entry_round_trip_and_bit_flips() {
         let body = b"hello entry log, some body bytes".to_vec();
-        for h in [
-            encode_entry_header(9, 1234, 56, body.len() as u32, body_crc(&body)),
-            encode_entry_header_v1(9, 1234, 56, &body),
-        ] {
-            check_entry_header(&h, &body);
-        }
-        assert!(decode_entry_header(&[0u8; 31]).is_err());
-        assert_eq!(
-            decode_entry_header(&[0u8; 32]),
-            Err(CorruptionKind::BadMagic)
-        );
-        let mut h = encode_entry_header(9, 1234, 56, body.len() as u32, body_crc(&body));
-        h[4] = 3;
-        assert_eq!(
-            decode_entry_header(&h),
-            Err(CorruptionKind::UnsupportedVersion)
-        );
-    }
-
-    /// Version 2 and version 1 headers of the same entry differ only in version and CRC.
-    #[test]
-    fn entry_versions_differ_only_in_version_and_crc() {
-        let body = vec![7u8; 1024];
-        let v2 = encode_entry_header(3, 5, 8, 1024, body_crc(&body));
-        let v1 = encode_entry_header_v1(3, 5, 8, &body);
-        assert_eq!(get_u16(&v2, 4), 2);
-        assert_eq!(get_u16(&v1, 4), 1);
-        assert_eq!(v2[8..12], v1[8..12]);
-        assert_eq!(v2[16..], v1[16..]);
-        assert_ne!(v2[12..16], v1[12..16]);
-    }
-
-    fn check_entry_header(h: &[u8; ENTRY_HEADER_BYTES], body: &[u8]) {
-        let eh = decode_entry_header(h).unwrap();
+        let h = encode_entry_header(9, 1234, 56, &body);
+        let eh = decode_entry_header(&h).unwrap();
         assert_eq!(
             (eh.ledger, eh.entry, eh.length),
             (1234, 56, body.len() as u32)
         );
-        assert_eq!(verify_entry(9, h, &eh, body), Ok(()));
+        assert_eq!(verify_entry(9, &h, &eh, &body), Ok(()));
         assert_eq!(
-            verify_entry(10, h, &eh, body),
+            verify_entry(10, &h, &eh, &body),
             Err(CorruptionKind::BadChecksum)
         );
         let mut all: Vec<u8> = h.to_vec();
-        all.extend_from_slice(body);
+        all.extend_from_slice(&body);
         for bit in 0..all.len() * 8 {
             let mut c = all.clone();
             c[bit / 8] ^= 1 << (bit % 8);
@@ -540,6 +462,11 @@ mod tests {
             // A flip in the length field makes the body length disagree, also an error.
             assert!(ok.is_err(), "bit {bit} not detected");
         }
+        assert!(decode_entry_header(&h[..31]).is_err());
+        assert_eq!(
+            decode_entry_header(&[0u8; 32]),
+            Err(CorruptionKind::BadMagic)
+        );
     }
 
     /// Stored size is header plus body, rounded to 8.

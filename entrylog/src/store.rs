@@ -92,12 +92,6 @@ pub struct FlushBatch {
     /// (ledger, entry, body), any order. For the same (ledger, entry) the later one in the
     /// vector wins, and it also wins over anything flushed before.
     pub entries: Vec<(u64, u64, Bytes)>,
-    /// Empty, or the CRC32C of each body of `entries`, in the same order
-    /// ([`crate::body_crc`]): taken by the caller while the bodies were hot, so that the flush
-    /// does not pull every cold body through the cache to checksum it (a flush of 1 KiB
-    /// entries spent 38 % of its CPU there). Empty: the flush takes them itself. A CRC that
-    /// does not match its body is written as given and the entry fails its check on read.
-    pub body_crcs: Vec<u32>,
     /// The full current metadata of every ledger changed since the last flush (or of all).
     /// A ledger with entries here but no metadata gets a default one (empty master key).
     /// `deleted: true` makes it a tombstone: its entries vanish from reads and merges.
@@ -789,10 +783,6 @@ impl<S: Storage> LedgerStore<S> {
             };
             for &i in picked {
                 let (l, e, body) = &batch.entries[i];
-                let crc = match batch.body_crcs.get(i) {
-                    Some(&crc) if batch.body_crcs.len() == batch.entries.len() => crc,
-                    _ => segment::body_crc(body),
-                };
                 let need = round_up(
                     ENTRY_HEADER_BYTES as u64 + body.len() as u64,
                     ENTRY_ALIGN as u64,
@@ -805,7 +795,7 @@ impl<S: Storage> LedgerStore<S> {
                     stats.segments_rotated += 1;
                     seg = self.new_segment(&mut next, created)?;
                 }
-                let loc: Location = seg.append(&mut self.storage, *l, *e, body, crc)?;
+                let loc: Location = seg.append(&mut self.storage, *l, *e, body)?;
                 self.note_entry(loc.segment as u64, *l);
                 records.push(IndexRecord {
                     ledger: *l,

@@ -69,7 +69,6 @@ fn flushed_ledger(
         .collect();
     store
         .flush(&FlushBatch {
-            body_crcs: Vec::new(),
             entries,
             ledgers: vec![meta(ledger)],
             journal_mark: 1,
@@ -106,38 +105,6 @@ fn check_model<S: Storage>(
     assert_eq!(reader.last_entry(&view, 999_999).unwrap(), None);
 }
 
-/// Body CRCs handed in with a batch (taken by the bookie when the add arrived) are the ones
-/// written: matching ones read back, and a body that changed after its CRC was taken fails
-/// its read as corrupt instead of being served.
-#[test]
-fn flush_with_body_crcs() {
-    let disk = SimDisk::new(SimConfig::new(3));
-    let config = small_config();
-    let (mut store, _) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
-    let entries: Vec<(u64, u64, Bytes)> = (0..4).map(|e| (1, e, body(1, e, 0, 1024))).collect();
-    let mut body_crcs: Vec<u32> = entries.iter().map(|(_, _, b)| entrylog::body_crc(b)).collect();
-    body_crcs[2] ^= 1;
-    store
-        .flush(&FlushBatch {
-            entries: entries.clone(),
-            body_crcs,
-            ledgers: vec![meta(1)],
-            journal_mark: 1,
-        })
-        .unwrap();
-    let view = store.snapshot();
-    let mut reader = Reader::new(disk.storage("l"), &config);
-    for (l, e, b) in &entries {
-        let got = reader.read(&view, *l, *e);
-        if *e == 2 {
-            let err = got.expect_err("a wrong body CRC must not verify");
-            assert!(err.to_string().contains("BadChecksum"), "{err}");
-        } else {
-            assert_eq!(got.unwrap().as_ref(), Some(b), "entry {e}");
-        }
-    }
-}
-
 /// A flush is readable at once and after reopening; later duplicates win, within a batch and
 /// across batches; the mark and metadata come back.
 #[test]
@@ -168,7 +135,6 @@ fn flush_read_reopen_duplicates() {
     check_model(&store, &mut reader, &model);
     // Cross-batch duplicate.
     let batch2 = FlushBatch {
-        body_crcs: Vec::new(),
         entries: vec![(2, 5, body(2, 5, 2, 5000)), (3, 0, body(3, 0, 0, 1))],
         ledgers: vec![LedgerMeta {
             fenced: true,
@@ -277,7 +243,6 @@ fn delete_ledger_drops_entries() {
             .collect();
         store
             .flush(&FlushBatch {
-                body_crcs: Vec::new(),
                 entries,
                 ledgers: vec![meta(5), meta(6)],
                 journal_mark: round + 1,
@@ -287,7 +252,6 @@ fn delete_ledger_drops_entries() {
     let before = store.snapshot().index_records();
     store
         .flush(&FlushBatch {
-            body_crcs: Vec::new(),
             entries: vec![(5, 1000, body(5, 1000, 9, 10))],
             ledgers: vec![LedgerMeta {
                 deleted: true,
@@ -305,7 +269,6 @@ fn delete_ledger_drops_entries() {
     for round in 0..4u64 {
         store
             .flush(&FlushBatch {
-                body_crcs: Vec::new(),
                 entries: vec![(6, 100 + round, body(6, 100 + round, 0, 8))],
                 ledgers: vec![],
                 journal_mark: 11 + round,
@@ -335,7 +298,6 @@ fn corrupt_entry_is_an_error() {
     let entries = (0..10).map(|e| (1, e, body(1, e, 0, 200))).collect();
     store
         .flush(&FlushBatch {
-            body_crcs: Vec::new(),
             entries,
             ledgers: vec![meta(1)],
             journal_mark: 1,
@@ -372,7 +334,6 @@ fn sparse_index_memory_per_million() {
         .collect();
     store
         .flush(&FlushBatch {
-            body_crcs: Vec::new(),
             entries,
             ledgers: vec![],
             journal_mark: 1,
@@ -489,7 +450,6 @@ fn old_view_survives_merges() {
     for r in 0..2u64 {
         store
             .flush(&FlushBatch {
-                body_crcs: Vec::new(),
                 entries: vec![(1, r, body(1, r, 0, 50))],
                 ledgers: vec![],
                 journal_mark: r + 1,
@@ -501,7 +461,6 @@ fn old_view_survives_merges() {
     for r in 2..8u64 {
         let s = store
             .flush(&FlushBatch {
-                body_crcs: Vec::new(),
                 entries: vec![(1, r, body(1, r, 0, 50))],
                 ledgers: vec![],
                 journal_mark: r + 1,
@@ -563,7 +522,6 @@ fn gc_drops_deleted_ledgers_and_compacts_segments() {
         mark += 1;
         store
             .flush(&FlushBatch {
-                body_crcs: Vec::new(),
                 entries,
                 ledgers: (1..=4).map(meta).collect(),
                 journal_mark: mark,
@@ -578,7 +536,6 @@ fn gc_drops_deleted_ledgers_and_compacts_segments() {
         mark += 1;
         store
             .flush(&FlushBatch {
-                body_crcs: Vec::new(),
                 entries,
                 ledgers: vec![meta(9)],
                 journal_mark: mark,
@@ -591,7 +548,6 @@ fn gc_drops_deleted_ledgers_and_compacts_segments() {
     mark += 1;
     store
         .flush(&FlushBatch {
-            body_crcs: Vec::new(),
             entries: vec![],
             ledgers: [1, 2, 3, 9]
                 .into_iter()
@@ -630,7 +586,6 @@ fn gc_drops_deleted_ledgers_and_compacts_segments() {
                 mark += 1;
                 store
                     .flush(&FlushBatch {
-                        body_crcs: Vec::new(),
                         entries: vec![(4, steps, b), (20, steps, n)],
                         ledgers: vec![meta(20)],
                         journal_mark: mark,
@@ -686,7 +641,6 @@ fn tombstones_are_purged_once_nothing_refers_to_the_ledger() {
             mark += 1;
             store
                 .flush(&FlushBatch {
-                    body_crcs: Vec::new(),
                     entries,
                     ledgers,
                     journal_mark: mark,
@@ -875,7 +829,6 @@ fn a_run_is_one_device_read() {
     }
     store
         .flush(&FlushBatch {
-            body_crcs: Vec::new(),
             entries,
             ledgers: vec![meta(1), meta(2)],
             journal_mark: 1,
@@ -939,7 +892,6 @@ fn a_run_is_one_device_read() {
     // A deleted ledger's entries are not read.
     store
         .flush(&FlushBatch {
-            body_crcs: Vec::new(),
             entries: Vec::new(),
             ledgers: vec![LedgerMeta {
                 deleted: true,
@@ -981,7 +933,6 @@ fn read_each_keeps_many_reads_in_flight() {
         .collect();
     store
         .flush(&FlushBatch {
-            body_crcs: Vec::new(),
             entries,
             ledgers: (1..=8).map(meta).collect(),
             journal_mark: 1,
@@ -989,7 +940,6 @@ fn read_each_keeps_many_reads_in_flight() {
         .unwrap();
     store
         .flush(&FlushBatch {
-            body_crcs: Vec::new(),
             entries: Vec::new(),
             ledgers: vec![LedgerMeta {
                 deleted: true,

@@ -49,7 +49,7 @@ pub struct Ledger {
     pub lac_updated_ms: i64,
     pub explicit_lac: Option<Bytes>,
     /// The write cache: entries not yet in ledger storage.
-    pub entries: BTreeMap<i64, CachedEntry>,
+    pub entries: BTreeMap<i64, Bytes>,
     /// Highest entry id handed to ledger storage (flushing or flushed), if any: entries not in
     /// the caches may be on disk only when this is set.
     pub persisted_last: Option<i64>,
@@ -71,15 +71,6 @@ impl Ledger {
     pub(super) fn last_cached(&self) -> Option<i64> {
         self.entries.last_key_value().map(|(k, _)| *k)
     }
-}
-
-/// An entry in the write cache: its body, and the body's CRC32C taken when the add arrived,
-/// while the body was still in the CPU's cache. The flush writes that CRC into the entry log
-/// (`entrylog::body_crc`) instead of reading every cold body again to take it.
-#[derive(Debug, Clone)]
-pub struct CachedEntry {
-    pub body: Bytes,
-    pub crc: u32,
 }
 
 /// A read the caches cannot answer: a reader thread asks ledger storage.
@@ -138,7 +129,7 @@ impl From<Response> for Answer {
 
 /// The entries of a frozen write cache, by ledger: shared by the shard (which keeps serving
 /// reads from them) and the flush thread.
-pub type FrozenEntries = Arc<HashMap<i64, BTreeMap<i64, CachedEntry>>>;
+pub type FrozenEntries = Arc<HashMap<i64, BTreeMap<i64, Bytes>>>;
 
 /// What a freeze hands to the flush thread.
 pub struct FrozenBatch {
@@ -152,16 +143,14 @@ impl FrozenBatch {
     pub fn to_flush_batch(&self) -> entrylog::FlushBatch {
         let count = self.entries.values().map(|m| m.len()).sum();
         let mut entries = Vec::with_capacity(count);
-        let mut body_crcs = Vec::with_capacity(count);
         for (&ledger, map) in self.entries.iter() {
-            for (e, c) in map {
-                entries.push((ledger as u64, *e as u64, c.body.clone()));
-                body_crcs.push(c.crc);
-            }
+            entries.extend(
+                map.iter()
+                    .map(|(e, b)| (ledger as u64, *e as u64, b.clone())),
+            );
         }
         entrylog::FlushBatch {
             entries,
-            body_crcs,
             ledgers: self.ledgers.clone(),
             journal_mark: self.journal_mark,
         }
@@ -313,7 +302,7 @@ impl LedgerTable {
         let Some(l) = self.ledgers.remove(&ledger) else {
             return false;
         };
-        let bytes: usize = l.entries.values().map(|c| c.body.len()).sum();
+        let bytes: usize = l.entries.values().map(|b| b.len()).sum();
         self.cached_bytes = self.cached_bytes.saturating_sub(bytes);
         self.deleted.push(ledger);
         true
@@ -398,9 +387,8 @@ impl LedgerTable {
             }
         }
         *cached += body.len();
-        let crc = entrylog::body_crc(&body);
-        if let Some(old) = l.entries.insert(entry, CachedEntry { body, crc }) {
-            *cached -= old.body.len();
+        if let Some(old) = l.entries.insert(entry, body) {
+            *cached -= old.len();
         }
     }
 
@@ -649,12 +637,6 @@ mod tests {
         assert_eq!(tomb[0].ledger, 5);
         assert!(!batch.entries.contains_key(&5));
         assert_eq!(batch.entries[&6].len(), 3);
-        // The flush gets each body with the CRC taken when it arrived.
-        let flush = batch.to_flush_batch();
-        assert_eq!(flush.body_crcs.len(), flush.entries.len());
-        for ((_, _, body), crc) in flush.entries.iter().zip(&flush.body_crcs) {
-            assert_eq!(*crc, entrylog::body_crc(body));
-        }
     }
 
     #[test]

@@ -379,7 +379,6 @@ impl LedgerTable {
                     .and_then(|f| f.get(&ledger))
                     .and_then(|f| f.get(&entry))
             })
-            .map(|c| &c.body)
     }
 
     /// The highest entry id this bookie has for the ledger, in memory or on disk.
