@@ -6,7 +6,8 @@
 //!   same with settings from a bk_server.conf (`config/conf.rs`) and flags, which win over the file.
 //!   An HTTP admin server (`admin/http.rs`) serves /metrics and /api/v1/bookie/... (standalone: on
 //!   127.0.0.1:8080 unless `--no-http`; with a conf file: as `httpServerEnabled` says).
-//! - `bookie inspect journal DIR`: prints the records of a journal directory (read-only).
+//! - `bookie inspect journal DIR`: prints the records of a journal directory (read-only);
+//!   `bookie inspect java --conf F`: what a stopped Java bookie left on its disks.
 //! - `bookie initnewcluster|metaformat|listbookies --conf bk_server.conf`: cluster metadata in
 //!   ZooKeeper (`metadata::cli`). With `metadataServiceUri` or `zkServers` in its conf, `serve`
 //!   checks cookies, registers and unregisters (`admin/cluster.rs`); exit code 1 on a cookie
@@ -31,7 +32,7 @@ use clap::{Parser, Subcommand};
 
 use crate::admin::cluster;
 use crate::config::{conf, conf_env, BookieConfig};
-use crate::store::{dir_audit, inspect, journal_recovery, lock};
+use crate::store::{dir_audit, inspect, inspect_java, journal_recovery, lock};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -149,6 +150,23 @@ enum Inspect {
     Index { dir: PathBuf, ledger: u64 },
     /// A ledger's stored metadata (master key, fenced, LAC, last entry).
     Ledger { dir: PathBuf, ledger: u64 },
+    /// What a stopped Java bookie left on the disks its bk_server.conf names (read-only):
+    /// journals after the last mark, entry logs, and each ledger's key, fence, explicit LAC and
+    /// entries (Interleaved/SortedLedgerStorage so far).
+    Java {
+        /// The Java bookie's configuration file.
+        #[arg(long)]
+        conf: PathBuf,
+        /// List this ledger's entries and where each one is.
+        #[arg(long)]
+        ledger: Option<u64>,
+        /// With --ledger: print each entry's bytes too (hex).
+        #[arg(long)]
+        bodies: bool,
+        /// One JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -191,6 +209,12 @@ fn main() -> ExitCode {
             Inspect::Ledger { dir, ledger } => {
                 dir_audit::check_inspect_dir(&dir).and_then(|()| inspect::ledger(&dir, ledger))
             }
+            Inspect::Java {
+                conf,
+                ledger,
+                bodies,
+                json,
+            } => inspect_java::run(&conf, ledger, bodies, json),
         }
         .map_err(cluster::Failure::from),
     };

@@ -4,6 +4,7 @@
 
 pub mod dir_audit;
 pub mod inspect;
+pub mod inspect_java;
 pub mod journal_recovery;
 pub mod journal_space;
 pub mod ledger;

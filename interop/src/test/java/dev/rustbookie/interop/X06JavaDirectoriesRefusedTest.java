@@ -153,6 +153,10 @@ class X06JavaDirectoriesRefusedTest {
     }
 
     /** Relative path -> sha256 of every regular file below the roots. */
+    static Map<String, String> snapshotOf(Path... roots) throws Exception {
+        return snapshot(roots);
+    }
+
     private static Map<String, String> snapshot(Path... roots) throws Exception {
         Map<String, String> out = new TreeMap<>();
         for (Path root : roots) {
