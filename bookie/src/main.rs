@@ -180,7 +180,9 @@ fn main() -> ExitCode {
             print!("{}", conf_env::describe(&sources, &flags, &config));
             // `serve` would refuse these directories: say so here too (exit code 1), so that a
             // configuration checked this way is not taken for one that starts.
-            return dir_audit::check(&config).map_err(cluster::Failure::from);
+            return dir_audit::check(&config)
+                .map(|_| ())
+                .map_err(cluster::Failure::from);
         }
         if let Some(line) = conf::ignored_line(&sources.ignored) {
             log::warn!("{line}");

@@ -47,7 +47,7 @@ use crate::store::lock::DirLock;
 pub fn run(config: BookieConfig) -> Result<(), Failure> {
     // State this bookie does not own (a Java bookie's files) stops the start before anything
     // is locked, stamped, registered or listened on.
-    crate::store::dir_audit::check(&config)?;
+    let take_over = crate::store::dir_audit::check(&config)?;
     let signals = Signals::install()?;
     // TLS key material and the auth provider: a bad file or key stops the start here.
     let security = Arc::new(Security::from_config(&config.tls, &config.auth)?);
@@ -134,6 +134,13 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         &config.disk,
         &crate::store::ledger_dirs::checked(&config),
     ));
+    // A stopped Java bookie's directories: its journal tail becomes ours, its index files
+    // are listed (`store::takeover`), before any shard opens its storage.
+    let legacy = if take_over {
+        Some(crate::store::takeover::start(&config, shards, &state)?)
+    } else {
+        None
+    };
     let metrics = Arc::new(Metrics::new(shards));
     let reclaim =
         Reclaimer::start().map_err(|e| format!("cannot start the reclaim thread: {e}"))?;
@@ -165,6 +172,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             reclaim.clone(),
             disk_share.clone(),
             security.clone(),
+            legacy.clone(),
         );
         let thread = std::thread::Builder::new()
             .name(format!("shard-{id}"))
@@ -386,6 +394,17 @@ fn pin_to_core(core: usize) {
     }
 }
 
+/// What every shard thread shares: the bookie's state, metrics, the reclaim thread, the disk
+/// share, TLS and auth, and the Java files taken over, if any.
+type ShardShared = (
+    Arc<BookieState>,
+    Arc<Metrics>,
+    Reclaimer,
+    Arc<DiskShare>,
+    Arc<Security>,
+    Option<Arc<crate::store::takeover::Legacy>>,
+);
+
 #[allow(clippy::too_many_arguments)]
 fn shard_main(
     id: usize,
@@ -396,13 +415,7 @@ fn shard_main(
     (mut stop, mut listen): (watch::Receiver<bool>, watch::Receiver<bool>),
     ready: std_mpsc::Sender<Result<usize, String>>,
     accepted: Arc<AtomicUsize>,
-    (state, metrics, reclaim, disk_share, security): (
-        Arc<BookieState>,
-        Arc<Metrics>,
-        Reclaimer,
-        Arc<DiskShare>,
-        Arc<Security>,
-    ),
+    (state, metrics, reclaim, disk_share, security, legacy): ShardShared,
 ) {
     if config.pin_threads {
         pin_to_core(id);
@@ -419,7 +432,14 @@ fn shard_main(
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
-        let (shard, mut flush_done) = match Shard::open(id, &config, peers.clone(), state, (metrics, reclaim, disk_share))
+        let (shard, mut flush_done) = match Shard::open(
+            id,
+            &config,
+            peers.clone(),
+            state,
+            (metrics, reclaim, disk_share),
+            legacy,
+        )
         {
             Ok((s, done)) => (Rc::new(RefCell::new(s)), done),
             Err(e) => {

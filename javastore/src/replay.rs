@@ -29,11 +29,25 @@ pub struct JournalReplay {
 pub fn replay(
     dirs: &JavaDirs,
     skip_invalid: bool,
+    f: impl FnMut(usize, u64, u64, Record),
+) -> Result<Vec<JournalReplay>, JavaError> {
+    let marks: Vec<LastMark> = (0..dirs.journal_dirs.len())
+        .map(|j| dirs.last_mark(j))
+        .collect();
+    replay_from(dirs, &marks, skip_invalid, f)
+}
+
+/// [`replay`] from the given marks (one per journal) instead of the `lastMark` files: from
+/// where an earlier takeover's replay ended.
+pub fn replay_from(
+    dirs: &JavaDirs,
+    marks: &[LastMark],
+    skip_invalid: bool,
     mut f: impl FnMut(usize, u64, u64, Record),
 ) -> Result<Vec<JournalReplay>, JavaError> {
     let mut out = Vec::new();
     for j in 0..dirs.journal_dirs.len() {
-        let mark = dirs.last_mark(j);
+        let mark = marks.get(j).copied().unwrap_or_default();
         let files: Vec<(u64, std::path::PathBuf)> = dirs
             .journal_files(j)?
             .into_iter()
@@ -67,6 +81,19 @@ pub fn replay(
         out.push(r);
     }
     Ok(out)
+}
+
+impl JournalReplay {
+    /// Where this replay ended: a later replay from here reads nothing it read.
+    pub fn end(&self) -> LastMark {
+        self.files
+            .last()
+            .map(|(id, end, _)| LastMark {
+                file_id: *id,
+                offset: *end,
+            })
+            .unwrap_or(self.mark)
+    }
 }
 
 /// One ledger as the replay leaves it.

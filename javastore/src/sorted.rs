@@ -31,6 +31,18 @@ pub struct SortedStore {
     open_logs: HashMap<u64, EntryLog>,
 }
 
+/// A copy shares the listing, not the open entry logs: one per reader thread.
+impl Clone for SortedStore {
+    fn clone(&self) -> SortedStore {
+        SortedStore {
+            dirs: self.dirs.clone(),
+            index: self.index.clone(),
+            logs: self.logs.clone(),
+            open_logs: HashMap::new(),
+        }
+    }
+}
+
 impl SortedStore {
     pub fn open(dirs: JavaDirs) -> Result<SortedStore, JavaError> {
         let index = dirs.index_files()?;
@@ -52,11 +64,26 @@ impl SortedStore {
         &self.logs
     }
 
+    /// Whether the ledger had an index file when the store was opened.
+    pub fn has_ledger(&self, ledger: u64) -> bool {
+        self.index.contains_key(&ledger)
+    }
+
+    /// The path of a ledger's index file, as listed at open.
+    pub fn index_path(&self, ledger: u64) -> Option<&PathBuf> {
+        self.index.get(&ledger)
+    }
+
+    /// The ledger's index file; `None` when it has none, or when it was removed since the
+    /// listing (a deleted ledger's, by garbage collection).
     pub fn index_file(&self, ledger: u64) -> Result<Option<IdxFile>, JavaError> {
-        self.index
-            .get(&ledger)
-            .map(|p| IdxFile::open(p, ledger))
-            .transpose()
+        let Some(p) = self.index.get(&ledger) else {
+            return Ok(None);
+        };
+        if !p.exists() {
+            return Ok(None);
+        }
+        IdxFile::open(p, ledger).map(Some)
     }
 
     pub fn state(&self, ledger: u64) -> Result<Option<LedgerState>, JavaError> {

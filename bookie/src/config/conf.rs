@@ -342,6 +342,13 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                 c.http.enabled = v.boolean()?;
                 c.http.required = c.http.enabled;
             }
+            "ledgerStorageClass" => {
+                c.java_storage.ledger_storage_class = Some(v.text().trim().to_string())
+            }
+            "sortedLedgerStorageEnabled" => c.java_storage.sorted_disabled = !v.boolean()?,
+            "skipReplayJournalInvalidRecord" => {
+                c.java_storage.skip_invalid_journal_records = v.boolean()?
+            }
             "httpServerPort" => c.http.port = v.parse_range(0, u16::MAX as u64)? as u16,
             "httpServerHost" => c.http.host = v.nonempty()?.to_string(),
             k if crate::security::tls::CONF_KEYS.contains(&k) => {
@@ -577,8 +584,9 @@ pub fn ignored_line(ignored: &[String]) -> Option<String> {
     let set: BTreeMap<&str, ()> = ignored.iter().map(|k| (k.as_str(), ())).collect();
     let keys: Vec<&str> = set.into_keys().collect();
     Some(format!(
-        "configuration: ignoring {} keys this bookie does not use: {}",
+        "configuration: ignoring {} key{} this bookie does not use: {}",
         keys.len(),
+        if keys.len() == 1 { "" } else { "s" },
         keys.join(", ")
     ))
 }
@@ -777,8 +785,7 @@ mod tests {
         );
         assert_eq!(
             ignored_line(&a.ignored).unwrap(),
-            "configuration: ignoring 2 keys this bookie does not use: \
-             journalAlignmentSize, ledgerStorageClass"
+            "configuration: ignoring 1 key this bookie does not use: journalAlignmentSize"
         );
     }
 

@@ -92,6 +92,9 @@ pub struct BookieConfig {
     pub cluster: ClusterConfig,
     /// Garbage collection and compaction (`*Compaction*` keys; `gcWaitTime` is in `cluster`).
     pub gc: GcConfig,
+    /// What a Java bookie's configuration says of its storage: read when this bookie starts
+    /// on a stopped Java bookie's directories to take them over (`store/takeover.rs`).
+    pub java_storage: JavaStorageConfig,
     /// TLS on the bookie port (`tls*` keys, `security/tls.rs`).
     pub tls: crate::security::tls::TlsConfig,
     /// Authentication (`bookieAuthProviderFactoryClass`, `authorizedRoles`; `security/auth.rs`).
@@ -378,8 +381,35 @@ impl Default for BookieConfig {
             http: HttpConfig::default(),
             cluster: ClusterConfig::default(),
             gc: GcConfig::default(),
+            java_storage: JavaStorageConfig::default(),
             tls: crate::security::tls::TlsConfig::default(),
             auth: crate::security::auth::AuthConfig::default(),
+        }
+    }
+}
+
+/// The keys of a Java bookie's storage that a takeover needs (docs/java-formats.md §10).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JavaStorageConfig {
+    /// `ledgerStorageClass` as written (None: Java's default, SortedLedgerStorage).
+    pub ledger_storage_class: Option<String>,
+    /// `sortedLedgerStorageEnabled=false` turns the default into InterleavedLedgerStorage
+    /// (the same files).
+    pub sorted_disabled: bool,
+    /// `skipReplayJournalInvalidRecord`: a bad record ends the replay of its journal file
+    /// instead of refusing the start, as in Java.
+    pub skip_invalid_journal_records: bool,
+}
+
+impl JavaStorageConfig {
+    /// True when the class is Interleaved or SortedLedgerStorage (index files), the kind
+    /// this bookie can take over.
+    pub fn is_sorted(&self) -> bool {
+        match self.ledger_storage_class.as_deref().map(str::trim) {
+            None | Some("") => true,
+            Some(c) => {
+                c.ends_with(".SortedLedgerStorage") || c.ends_with(".InterleavedLedgerStorage")
+            }
         }
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod ahead;
 pub mod cache;
+pub mod disk_reader;
 pub mod disk_share;
 pub mod read_thread;
 pub mod run_waits;

@@ -14,6 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use entrylog::{ReadView, Reader};
+
+use crate::read::disk_reader::DiskReader;
 use net::{availability, Response, ResponseFrame, ResponseHeader, StatusCode};
 use storage::RealStorage;
 
@@ -34,7 +36,7 @@ pub type ReaderStorage = Shared<RealStorage>;
 /// connection over its reply budget waits (deferred, without blocking the others) until the
 /// connection drains, and a read for a closed connection is skipped.
 pub fn serve_reads(
-    reader: &mut Reader<ReaderStorage>,
+    reader: &mut DiskReader,
     jobs: &crossbeam_channel::Receiver<ReadJob>,
     peers: &[ShardHandle],
     (max_deferred, max_batch, run_entries): (usize, usize, usize),
@@ -79,7 +81,7 @@ pub fn serve_reads(
         }
         if !batch.is_empty() {
             serve_batch(reader, &mut batch, peers, run_entries);
-            stats.update(reader);
+            stats.update(&reader.ours);
         }
     }
 }
@@ -141,7 +143,7 @@ fn release_run(peers: &[ShardHandle], job: &ReadJob) {
 /// the replies go out in the batch's order once all are done, and a run read's entries after
 /// the asked one go to the ledger's shard. Prefetches come last, after the replies.
 fn serve_batch(
-    reader: &mut Reader<ReaderStorage>,
+    reader: &mut DiskReader,
     batch: &mut Vec<ReadJob>,
     peers: &[ShardHandle],
     run_entries: usize,
@@ -357,7 +359,7 @@ pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
 /// A run read of an entry (`run` entries from it in one device read): the entry's reply, and
 /// the entries after it.
 fn run_read(
-    reader: &mut Reader<ReaderStorage>,
+    reader: &mut DiskReader,
     view: &ReadView,
     read: &DiskRead,
     run: usize,
@@ -391,12 +393,12 @@ fn run_read(
 /// A read other than a run read; `run_entries`: the most entries one device read of a batch
 /// read brings.
 fn execute(
-    reader: &mut Reader<ReaderStorage>,
+    reader: &mut DiskReader,
     view: &ReadView,
     read: &DiskRead,
     run_entries: usize,
 ) -> Response {
-    let fail = |read: &DiskRead, e: entrylog::StoreError| {
+    let fail = |read: &DiskRead, e: crate::read::disk_reader::DiskError| {
         log::error!("cache-miss read {read:?} failed: {e}");
         error_reply(read, StatusCode::EIO)
     };

@@ -171,6 +171,8 @@ pub struct ShardStats {
 pub struct Shard {
     pub id: usize,
     shards: usize,
+    /// The Java bookie's files this bookie took over (`store::takeover`), if any.
+    legacy: Option<Arc<crate::store::takeover::Legacy>>,
     peers: Arc<Vec<ShardHandle>>,
     table: LedgerTable,
     journal: Journal<RealStorage>,
@@ -237,6 +239,7 @@ impl Shard {
         peers: Arc<Vec<ShardHandle>>,
         state: Arc<BookieState>,
         (metrics, reclaim, disk): (Arc<Metrics>, Reclaimer, Arc<DiskShare>),
+        legacy: Option<Arc<crate::store::takeover::Legacy>>,
     ) -> Result<(Shard, mpsc::UnboundedReceiver<StoreEvent>), String> {
         let dirs = crate::store::ledger_dirs::for_shard(config, id, config.shard_count(), &state)?;
         let journal_dir = dirs.journal;
@@ -264,10 +267,27 @@ impl Shard {
             config,
             peers.clone(),
             (metrics.clone(), reclaim, disk),
+            legacy.clone(),
         )?;
         let mark = recovered.journal_mark;
         let mut table = LedgerTable::new(config.write_cache_bytes);
+        let deleted: std::collections::BTreeSet<u64> = recovered
+            .ledgers
+            .iter()
+            .filter(|m| m.deleted)
+            .map(|m| m.ledger)
+            .collect();
         table.load(recovered.ledgers);
+        if let Some(legacy) = &legacy {
+            // Ledgers taken over from a Java bookie: what its index files say, under what this
+            // shard's own storage says of them.
+            let mut adopted = 0usize;
+            for (ledger, java) in crate::store::takeover::owned(legacy, id, peers.len(), &deleted) {
+                table.adopt(ledger as i64, java);
+                adopted += 1;
+            }
+            log::info!("shard {id}: {adopted} ledgers taken over from the Java bookie's files");
+        }
         let mut unreadable = 0u64;
         let now = now_ms();
         let mut lost = crate::store::journal_recovery::LostRecords::default();
@@ -313,6 +333,7 @@ impl Shard {
         let shard = Shard {
             id,
             shards: peers.len(),
+            legacy,
             peers,
             table,
             journal,

@@ -35,16 +35,31 @@ pub struct Foreign {
     pub kind: DirKind,
     /// Human descriptions, e.g. "3 Java entry logs (current/*.log)".
     pub found: Vec<String>,
+    /// Everything found is an Interleaved/SortedLedgerStorage Java bookie's state (journals,
+    /// marks, entry logs, index files, `lastId`, `DIRTY`): this bookie can take it over.
+    pub java_sorted: bool,
 }
 
 /// Audits every configured directory; `Err` carries the message the start fails with.
-pub fn check(config: &BookieConfig) -> Result<(), String> {
+/// `Ok(true)`: the directories hold a stopped Java bookie's state that this bookie takes
+/// over (`store::takeover`) because its configuration names a storage class it can read.
+pub fn check(config: &BookieConfig) -> Result<bool, String> {
     let foreign = audit(config)?;
     if foreign.is_empty() {
-        Ok(())
-    } else {
-        Err(refusal(&foreign))
+        return Ok(false);
     }
+    if foreign.iter().all(|f| f.java_sorted) && crate::store::takeover::can_take_over(config) {
+        for f in &foreign {
+            log::info!(
+                "takeover: {} ({} directory): {}",
+                f.dir.display(),
+                kind_name(f.kind),
+                f.found.join("; ")
+            );
+        }
+        return Ok(true);
+    }
+    Err(refusal(&foreign))
 }
 
 /// The directories that hold foreign state (empty: all clear).
@@ -60,7 +75,7 @@ pub fn audit(config: &BookieConfig) -> Result<Vec<Foreign>, String> {
         if scanned.contains(&me) {
             continue;
         }
-        let found = scan(dir, &me, &configured)
+        let (found, java_sorted) = scan(dir, &me, &configured)
             .map_err(|e| format!("directory audit of {}: {e}", dir.display()))?;
         scanned.push(me);
         if !found.is_empty() {
@@ -68,6 +83,7 @@ pub fn audit(config: &BookieConfig) -> Result<Vec<Foreign>, String> {
                 dir: dir.to_path_buf(),
                 kind: *kind,
                 found,
+                java_sorted,
             });
         }
     }
@@ -93,14 +109,16 @@ pub fn refusal(foreign: &[Foreign]) -> String {
         .any(|f| f.found.iter().any(|s| s.contains("Java")));
     if java {
         m.push_str(
-            "\nThese are a Java bookie's files. This bookie cannot read them yet (taking over a \
-             Java bookie's disks in place is not supported): started on them it would serve \
-             every ledger they hold as empty and take adds to ledgers that recovery fenced. To \
-             replace that Java bookie: keep it running on these directories until its ledgers \
-             are re-replicated elsewhere (decommission it: `bookkeeper shell decommissionbookie`, \
-             or stop it for good and let autorecovery copy its ledgers), then start this bookie \
-             on fresh, empty directories with a new cookie (`bookkeeper shell deletecookie` \
-             removes the old one from ZooKeeper).",
+            "\nThese are a Java bookie's files. This bookie takes over the directories of a \
+             stopped Interleaved or SortedLedgerStorage bookie in place (started on its own \
+             bk_server.conf), but not these: a DbLedgerStorage bookie's RocksDB index cannot be \
+             read yet, and files it does not know are not guessed at. Started on them anyway it \
+             would serve every ledger they hold as empty and take adds to ledgers that recovery \
+             fenced. To replace that Java bookie: keep it running on these directories until \
+             its ledgers are re-replicated elsewhere (decommission it: `bookkeeper shell \
+             decommissionbookie`, or stop it for good and let autorecovery copy its ledgers), \
+             then start this bookie on fresh, empty directories with a new cookie (`bookkeeper \
+             shell deletecookie` removes the old one from ZooKeeper).",
         );
     } else {
         m.push_str(
@@ -131,15 +149,17 @@ fn is_dir(path: &Path) -> bool {
 }
 
 /// What `dir` (canonically `me`) holds that this bookie does not own (empty when it owns
-/// everything or the directory does not exist yet).
-fn scan(dir: &Path, me: &Path, configured: &[PathBuf]) -> Result<Vec<String>, String> {
+/// everything or the directory does not exist yet), and whether all of it is a Java
+/// Interleaved/SortedLedgerStorage bookie's state.
+fn scan(dir: &Path, me: &Path, configured: &[PathBuf]) -> Result<(Vec<String>, bool), String> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), true)),
         Err(e) => return Err(format!("cannot list {}: {e}", dir.display())),
     };
     let mut found = Vec::new();
     let mut unknown = Vec::new();
+    let mut java_sorted = true;
     for (seen, entry) in entries.enumerate() {
         if seen >= SCAN_LIMIT {
             unknown.push(format!("(stopped reading after {SCAN_LIMIT} names)"));
@@ -152,8 +172,12 @@ fn scan(dir: &Path, me: &Path, configured: &[PathBuf]) -> Result<Vec<String>, St
         let ours = match name.as_str() {
             "LOCK" => !is_dir,
             "lost+found" => is_dir,
+            // Where a takeover's replay of Java's journals ended (`store::takeover`).
+            "java-takeover" | "java-takeover.tmp" => !is_dir,
             "current" if is_dir => {
-                found.extend(scan_current(&path)?);
+                let (f, sorted) = scan_current(&path)?;
+                found.extend(f);
+                java_sorted &= sorted;
                 true
             }
             _ => {
@@ -170,8 +194,9 @@ fn scan(dir: &Path, me: &Path, configured: &[PathBuf]) -> Result<Vec<String>, St
     if !unknown.is_empty() {
         unknown.sort();
         found.push(format!("unknown entries: {}", short_list(&unknown)));
+        java_sorted = false;
     }
-    Ok(found)
+    Ok((found, java_sorted))
 }
 
 fn is_shard_dir(name: &str) -> bool {
@@ -179,8 +204,10 @@ fn is_shard_dir(name: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// What `current/` holds besides the cookie, described by what Java keeps there.
-fn scan_current(current: &Path) -> Result<Vec<String>, String> {
+/// What `current/` holds besides the cookie, described by what Java keeps there; and whether
+/// all of it is an Interleaved/SortedLedgerStorage bookie's (no RocksDB, nothing unknown).
+fn scan_current(current: &Path) -> Result<(Vec<String>, bool), String> {
+    let mut java_sorted = true;
     let mut txn = 0usize;
     let mut logs = 0usize;
     let mut idx = 0usize;
@@ -188,6 +215,7 @@ fn scan_current(current: &Path) -> Result<Vec<String>, String> {
     let mut marks = 0usize;
     let mut found = Vec::new();
     let mut other = Vec::new();
+    let mut java_files = Vec::new();
     for entry in
         fs::read_dir(current).map_err(|e| format!("cannot list {}: {e}", current.display()))?
     {
@@ -198,14 +226,23 @@ fn scan_current(current: &Path) -> Result<Vec<String>, String> {
             ("VERSION" | "VERSION.tmp", false) => {}
             // `lastMark.<n>` with several journal directories
             (n, false) if n.starts_with("lastMark") => marks += 1,
-            ("ledgers", true) => found.push(
-                "Java DbLedgerStorage's RocksDB ledger metadata: fenced flags, master keys \
-                 (current/ledgers/)"
-                    .to_string(),
-            ),
-            ("locations", true) => found.push(
-                "Java DbLedgerStorage's RocksDB entry locations (current/locations/)".to_string(),
-            ),
+            ("ledgers", true) => {
+                java_sorted = false;
+                found.push(
+                    "Java DbLedgerStorage's RocksDB ledger metadata: fenced flags, master keys \
+                     (current/ledgers/)"
+                        .to_string(),
+                )
+            }
+            ("locations", true) => {
+                java_sorted = false;
+                found.push(
+                    "Java DbLedgerStorage's RocksDB entry locations (current/locations/)"
+                        .to_string(),
+                )
+            }
+            // The entry log allocator's last id, and the unclean-shutdown marker of 4.15+.
+            ("lastId" | "DIRTY", false) => java_files.push(name.clone()),
             (n, false) if n.ends_with(".txn") => txn += 1,
             (n, false) if n.ends_with(".log") => logs += 1,
             (n, true) if n.len() <= 2 && n.bytes().all(|b| b.is_ascii_hexdigit()) => {
@@ -238,16 +275,21 @@ fn scan_current(current: &Path) -> Result<Vec<String>, String> {
             "{idx} Java ledger index file(s) of Interleaved/SortedLedgerStorage (current/*/*/*.idx)"
         ));
     }
+    if !java_files.is_empty() {
+        java_files.sort();
+        found.push(format!("Java's {}", java_files.join(", ")));
+    }
     if !other.is_empty() {
         other.sort();
         found.push(format!(
             "other files in current/ (a Java bookie's layout): {}",
             short_list(&other)
         ));
+        java_sorted = false;
     }
     // Sorted for a stable message: the listing order of a directory is the file system's.
     found.sort();
-    Ok(found)
+    Ok((found, java_sorted))
 }
 
 /// Counts `*.idx` files below `dir`, `depth` levels at most, within the scan budget.
@@ -301,7 +343,7 @@ pub fn check_inspect_dir(dir: &Path) -> Result<(), String> {
     );
     let mut found = Vec::new();
     for current in candidates.iter().filter(|c| is_dir(c)) {
-        found.extend(scan_current(current)?);
+        found.extend(scan_current(current)?.0);
     }
     if found.is_empty() {
         return Ok(());
@@ -346,7 +388,7 @@ mod tests {
         touch(&root.join("ledgers/shard-1/0000000000000001.log"));
         fs::create_dir_all(root.join("ledgers/lost+found")).unwrap();
         assert_eq!(audit(&c).unwrap(), vec![]);
-        check(&c).unwrap();
+        assert!(!check(&c).unwrap());
     }
 
     #[test]
@@ -407,10 +449,24 @@ mod tests {
         touch(&root.join("ledgers/current/0/0/0.idx"));
         touch(&root.join("ledgers/current/0/1/1.idx"));
         touch(&root.join("ledgers/current/lastId"));
+        touch(&root.join("ledgers/current/DIRTY"));
+        touch(&root.join("journal/current/18c2d2b3a1e.txn"));
         let f = audit(&c).unwrap();
-        let text = f[0].found.join("; ");
+        let ledgers = f.iter().find(|f| f.kind == DirKind::Ledger).unwrap();
+        let text = ledgers.found.join("; ");
         assert!(text.contains("2 Java ledger index file(s)"), "{text}");
-        assert!(text.contains("lastId"), "{text}");
+        assert!(text.contains("Java's DIRTY, lastId"), "{text}");
+        assert!(f.iter().all(|f| f.java_sorted));
+        // SortedLedgerStorage (Java's default class) is taken over ...
+        assert!(check(&c).unwrap());
+        // ... DbLedgerStorage named in the configuration is not,
+        let mut db = config(root);
+        db.java_storage.ledger_storage_class =
+            Some("org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage".into());
+        assert!(check(&db).unwrap_err().contains("DbLedgerStorage"));
+        // ... nor a directory that holds anything else besides.
+        touch(&root.join("ledgers/current/notes.txt"));
+        assert!(check(&c).unwrap_err().contains("notes.txt"));
     }
 
     #[test]

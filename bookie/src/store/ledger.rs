@@ -234,6 +234,26 @@ impl LedgerTable {
         }
     }
 
+    /// Adopts a ledger taken over from a Java bookie (`store::takeover`): a ledger this table
+    /// does not know comes in as Java left it; one it knows (from an earlier start, or from
+    /// Java's journal tail) keeps its own state, takes Java's key if it has none, stays fenced
+    /// if either is, and reads from disk up to the later of the two last entries.
+    pub fn adopt(&mut self, ledger: i64, java: &crate::store::takeover::LegacyLedger) {
+        let l = self
+            .ledgers
+            .entry(ledger)
+            .or_insert_with(|| Ledger::new(java.master_key.clone()));
+        if l.master_key.is_empty() {
+            l.master_key = java.master_key.clone();
+        }
+        l.fenced |= java.fenced;
+        l.lac = l.lac.max(java.lac);
+        if let (None, Some(body)) = (&l.explicit_lac, &java.explicit_lac) {
+            Self::set_explicit_lac(l, body.clone(), 0);
+        }
+        l.persisted_last = l.persisted_last.max(java.last_entry.map(|e| e as i64));
+    }
+
     /// Moves the write cache into the frozen set and returns what to flush, unless a flush is
     /// still in progress. `journal_mark`: every journal record below it is in the batch.
     /// O(ledgers): the entries move as whole maps, shared with the flush thread, which builds

@@ -14,6 +14,7 @@ use std::sync::mpsc as std_mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::read::disk_reader::DiskReader;
 use entrylog::{LedgerStore, LedgerStoreConfig, ReadView, Reader, Recovered};
 use net::StatusCode;
 use storage::dirset::Placement;
@@ -53,6 +54,7 @@ pub fn start(
     bookie: &BookieConfig,
     peers: Arc<Vec<ShardHandle>>,
     (metrics, reclaim, disk_share): (Arc<Metrics>, Reclaimer, Arc<DiskShare>),
+    legacy: Option<Arc<crate::store::takeover::Legacy>>,
 ) -> Result<
     (
         LedgerStorageLink,
@@ -195,6 +197,7 @@ pub fn start(
         let peers = peers.clone();
         let read_rx = read_rx.clone();
         let reader_config = reader_config.clone();
+        let legacy = legacy.clone();
         let deferred_max = read_queue.div_ceil(readers);
         // This reader's part of the disk's depth (within its ring's 64 slots).
         let max_batch = bookie
@@ -226,7 +229,8 @@ pub fn start(
                     }
                 };
                 let storage = Shared::new(storage, share);
-                let mut reader = Reader::new(storage, &reader_config).with_run_bytes(run.1);
+                let reader = Reader::new(storage, &reader_config).with_run_bytes(run.1);
+                let mut reader = DiskReader::new(reader, legacy.as_ref());
                 let stats = ReadStats::new(read_metrics, shard);
                 serve_reads(
                     &mut reader,

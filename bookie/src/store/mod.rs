@@ -15,3 +15,4 @@ pub mod lock;
 pub mod paced;
 pub mod record;
 pub mod storage_wrap;
+pub mod takeover;

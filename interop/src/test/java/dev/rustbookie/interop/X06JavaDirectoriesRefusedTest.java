@@ -32,8 +32,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * leave every Java file byte-identical. Started on them it used to serve every entry as missing
  * and take adds to ledgers that recovery had fenced.
  *
- * One Java bookie (E1 W1 A1), DbLedgerStorage and SortedLedgerStorage, stopped with SIGTERM and
- * with SIGKILL in the middle of a writer's adds. Its ledgers: closed, fenced by a recovery open
+ * One Java bookie (E1 W1 A1), DbLedgerStorage (SortedLedgerStorage's directories are taken over
+ * instead: X08), stopped with SIGTERM and with SIGKILL in the middle of a writer's adds. Its ledgers: closed, fenced by a recovery open
  * (the writer left open), deleted, and one open with a live writer. Then: ours exits non-zero
  * with the refusal naming the directories, ZooKeeper's registration and cookie are as Java left
  * them, the files are unchanged (sha256 of each), and the Java bookie restarted on them still
@@ -50,9 +50,7 @@ class X06JavaDirectoriesRefusedTest {
     @ParameterizedTest(name = "javaDirectoriesRefused[{0}/{1}]")
     @CsvSource({
         "DbLedgerStorage, SIGTERM",
-        "DbLedgerStorage, SIGKILL",
-        "SortedLedgerStorage, SIGTERM",
-        "SortedLedgerStorage, SIGKILL"
+        "DbLedgerStorage, SIGKILL"
     })
     void javaDirectoriesRefused(String storage, String stop) throws Exception {
         try (Cluster c = new Cluster("x06-" + storage.toLowerCase() + "-" + stop.toLowerCase())) {

@@ -1,0 +1,212 @@
+//! What a reader thread reads from: this bookie's ledger storage (`entrylog::Reader`) and,
+//! behind it, for the ledgers taken over from a Java bookie (`store::takeover`), the Java
+//! files the ledger's index file points into. Ours is asked first: it holds everything written
+//! since the takeover and Java's journal tail; an entry it does not have, of a taken-over ledger
+//! it has not deleted, is read from Java's entry log (`javastore::sorted`). Everything else
+//! passes straight through, so a bookie that took nothing over reads exactly as before.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use entrylog::{ReadView, Reader, StoreError};
+use javastore::sorted::SortedStore;
+use javastore::JavaError;
+
+use crate::read::read_thread::ReaderStorage;
+use crate::store::takeover::Legacy;
+
+/// A failed read, from our storage or from a Java file; both name the file.
+#[derive(Debug)]
+pub enum DiskError {
+    Ours(StoreError),
+    Java(JavaError),
+}
+
+impl fmt::Display for DiskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DiskError::Ours(e) => write!(f, "{e}"),
+            DiskError::Java(e) => write!(f, "taken-over Java data: {e}"),
+        }
+    }
+}
+
+impl From<StoreError> for DiskError {
+    fn from(e: StoreError) -> DiskError {
+        DiskError::Ours(e)
+    }
+}
+
+impl From<JavaError> for DiskError {
+    fn from(e: JavaError) -> DiskError {
+        DiskError::Java(e)
+    }
+}
+
+pub struct DiskReader {
+    pub ours: Reader<ReaderStorage>,
+    /// This reader's own copy of the Java listing (it keeps its own open entry logs).
+    java: Option<SortedStore>,
+}
+
+impl DiskReader {
+    pub fn new(ours: Reader<ReaderStorage>, legacy: Option<&Arc<Legacy>>) -> DiskReader {
+        DiskReader {
+            ours,
+            java: legacy.map(|l| l.store.clone()),
+        }
+    }
+
+    pub fn storage(&self) -> &ReaderStorage {
+        self.ours.storage()
+    }
+
+    /// The Java files, when `ledger` is a taken-over ledger this bookie has not deleted.
+    fn java_for(&mut self, view: &ReadView, ledger: u64) -> Option<&mut SortedStore> {
+        self.java
+            .as_mut()
+            .filter(|j| j.has_ledger(ledger) && !view.is_deleted(ledger))
+    }
+
+    pub fn read(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        entry: u64,
+    ) -> Result<Option<Bytes>, DiskError> {
+        match self.ours.read(view, ledger, entry)? {
+            Some(body) => Ok(Some(body)),
+            None => match self.java_for(view, ledger) {
+                Some(j) => Ok(j.read(ledger, entry)?),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// Single-entry reads, their device reads in flight together (ours); the misses of
+    /// taken-over ledgers are read from Java's files one by one.
+    pub fn read_each(
+        &mut self,
+        asked: &[(&ReadView, u64, u64)],
+    ) -> Vec<Result<Option<Bytes>, DiskError>> {
+        let ours = self.ours.read_each(asked);
+        ours.into_iter()
+            .zip(asked)
+            .map(|(r, &(view, ledger, entry))| match r {
+                Ok(None) => match self.java_for(view, ledger) {
+                    Some(j) => j.read(ledger, entry).map_err(DiskError::from),
+                    None => Ok(None),
+                },
+                other => other.map_err(DiskError::from),
+            })
+            .collect()
+    }
+
+    /// Up to `max_entries` consecutive entries from `entry` (`None`: not even the first).
+    pub fn read_run(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        entry: u64,
+        max_entries: usize,
+    ) -> Result<Option<Vec<Bytes>>, DiskError> {
+        match self.ours.read_run(view, ledger, entry, max_entries)? {
+            Some(run) => Ok(Some(run)),
+            None => match self.java_for(view, ledger) {
+                Some(j) => {
+                    let run = java_run(j, ledger, entry, max_entries)?;
+                    Ok((!run.is_empty()).then_some(run))
+                }
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// The read-ahead's runs (`Reader::read_runs`); when ours has nothing at `start` of a
+    /// taken-over ledger, one run from Java's files instead.
+    pub fn read_runs(
+        &mut self,
+        view: &ReadView,
+        ledger: u64,
+        start: u64,
+        (runs, max_entries): (usize, usize),
+        mut landed: impl FnMut(u64, Vec<Bytes>, Option<(u64, u64)>),
+    ) -> Result<(), DiskError> {
+        let java = self.java_for(view, ledger).is_some();
+        let mut missed = false;
+        let r = self.ours.read_runs(
+            view,
+            ledger,
+            start,
+            (runs, max_entries),
+            |s, bodies, more| {
+                if java && s == start && bodies.is_empty() {
+                    missed = true;
+                } else {
+                    landed(s, bodies, more)
+                }
+            },
+        );
+        if !missed {
+            return r.map_err(DiskError::from);
+        }
+        if let Err(e) = r {
+            landed(start, Vec::new(), None);
+            return Err(e.into());
+        }
+        let j = self.java_for(view, ledger).expect("checked above");
+        match java_run(j, ledger, start, max_entries) {
+            Ok(bodies) => {
+                landed(start, bodies, None);
+                Ok(())
+            }
+            Err(e) => {
+                landed(start, Vec::new(), None);
+                Err(e)
+            }
+        }
+    }
+
+    /// Every entry id stored of the ledger: ours and, for a taken-over ledger, Java's index.
+    pub fn entries_of(&mut self, view: &ReadView, ledger: u64) -> Result<Vec<u64>, DiskError> {
+        let mut ids = self.ours.entries_of(view, ledger)?;
+        if let Some(j) = self.java_for(view, ledger) {
+            if let Some(f) = j.index_file(ledger)? {
+                f.for_each_slot(|e, _| {
+                    ids.push(e);
+                    true
+                })?;
+                ids.sort_unstable();
+                ids.dedup();
+            }
+        }
+        Ok(ids)
+    }
+}
+
+/// Consecutive entries from `entry` in Java's files, up to `max` (stops at the first absent).
+fn java_run(
+    j: &mut SortedStore,
+    ledger: u64,
+    entry: u64,
+    max: usize,
+) -> Result<Vec<Bytes>, DiskError> {
+    let Some(f) = j.index_file(ledger)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for e in entry..entry + max.max(1) as u64 {
+        let Some(loc) = f.location(e)? else {
+            break;
+        };
+        match j.read_at(loc, ledger, e) {
+            Ok(body) => out.push(body),
+            // A bad entry after the first: the run ends before it (a read of it alone reports
+            // the error).
+            Err(_) if !out.is_empty() => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,257 @@
+package dev.rustbookie.interop;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongToIntFunction;
+import org.apache.bookkeeper.client.BKException;
+import org.apache.bookkeeper.client.BookKeeper;
+import org.apache.bookkeeper.client.BookKeeper.DigestType;
+import org.apache.bookkeeper.client.LedgerHandle;
+import org.apache.bookkeeper.conf.ClientConfiguration;
+import org.apache.bookkeeper.net.BookieId;
+import org.apache.bookkeeper.proto.checksum.MacDigestManager;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * X08 (issue 32): a binary swap. A Java bookie (the 4.18.2 server in the harness,
+ * SortedLedgerStorage) holds ledgers written by the Java client: closed, fenced by a recovery
+ * open while its writer still has it, deleted in the metadata, one with an explicit LAC, and one
+ * open with a live writer; entries of 1 B to 1 MiB. It is stopped cleanly (SIGTERM) or SIGKILLed
+ * in the middle of the writer's adds, a second after a checkpoint (so that its entries are
+ * partly in index files and entry logs and partly in its journal only), and our bookie is started on its own bk_server.conf, same
+ * port, same bookie id, same directories. Then, from our bookie alone (raw reads addressed to it,
+ * not through a ledger handle): every acknowledged entry byte for byte; the recovered ledger still
+ * refuses its old writer; a wrong master key is refused; the explicit LAC is the writer's; the
+ * writer goes on (SIGTERM) or recovery closes the ledger with every acknowledged entry (SIGKILL);
+ * the deleted ledger is dropped by our garbage collection (its Java index file removed, as Java's
+ * would) and stays gone after a restart of ours, which serves everything else again.
+ */
+@Tag("smoke")
+@Timeout(value = 400, unit = TimeUnit.SECONDS)
+class X08JavaTakeoverTest {
+    static final long SEED = 33;
+    static final LongToIntFunction SIZE = e -> e % 40 == 7 ? (1 << 20) : Payloads.size(SEED, 1, e, 1, 9000);
+    static final int N = 120;
+
+    @ParameterizedTest(name = "javaTakeover[{0}]")
+    @CsvSource({"SIGTERM", "SIGKILL"})
+    void javaTakeover(String stop) throws Exception {
+        try (Cluster c = new Cluster("x08-" + stop.toLowerCase())) {
+            JavaBookie j = c.addJava();
+            j.extraConf.put("ledgerStorageClass", "org.apache.bookkeeper.bookie.SortedLedgerStorage");
+            // Checkpoints every second: killed, the bookie leaves its older entries in index files
+            // and entry logs and the newest only in its journal.
+            j.extraConf.put("flushInterval", "1000");
+            j.extraConf.put("skipListSizeLimit", "1048576");
+            c.startAll();
+            ClientConfiguration cc = c.clientConf(false);
+            cc.setExplictLacInterval(100); // sic: Java's spelling
+            BookKeeper writer = c.client(cc);
+            LedgerHandle closed = create(writer);
+            Ops.addSync(closed, SEED, 0, N, SIZE, null);
+            closed.close();
+            LedgerHandle zombie = create(writer);
+            Ops.addSync(zombie, SEED, 0, N, SIZE, null);
+            c.client(false).openLedger(zombie.getId(), DigestType.CRC32C, Ops.PASSWORD).close();
+            LedgerHandle deleted = create(writer);
+            Ops.addSync(deleted, SEED, 0, 20, SIZE, null);
+            deleted.close();
+            writer.deleteLedger(deleted.getId());
+            LedgerHandle lac = create(writer);
+            Ops.addSync(lac, SEED, 0, 20, SIZE, null);
+            Thread.sleep(1000); // past the explicit-LAC interval with no adds
+            LedgerHandle live = create(writer);
+            Ops.AckLog acks = new Ops.AckLog(live.getId());
+            Ops.addSync(live, SEED, 0, N, SIZE, acks);
+            if (stop.equals("SIGKILL")) {
+                Thread.sleep(1500); // a checkpoint
+                for (long e = N; e < 10 * N; e++) {
+                    byte[] p = Payloads.payload(SEED, live.getId(), e, SIZE.applyAsInt(e));
+                    live.asyncAddEntry(p, (rc, h, eid, ctx) -> {
+                        if (rc == 0) {
+                            acks.ack(eid, p);
+                        }
+                    }, null);
+                }
+                while (acks.acked.size() < 2 * N) {
+                    Thread.sleep(1);
+                }
+                j.kill();
+            } else {
+                j.stop();
+            }
+            long acked = acks.maxAcked();
+            Cluster.log(stop + ": Java bookie stopped, live ledger acked through " + acked);
+            Path journal = j.dir.resolve("journal");
+            Path ledgers = j.dir.resolve("ledgers");
+            Map<String, String> javaFiles = javaFiles(j.dir, journal, ledgers);
+            Path deletedIdx = ledgers.resolve("current").resolve(idxPath(deleted.getId()));
+            if (stop.equals("SIGTERM")) {
+                assertTrue(Files.exists(deletedIdx), "Java left the deleted ledger's index file: " + deletedIdx);
+            }
+
+            Process ours = startOurs(c, j, "ours-on-java-1");
+            try {
+                BookieId id = j.bookieId();
+                Raw raw = c.raw(false);
+                long[][] expect = {
+                    {closed.getId(), N - 1}, {zombie.getId(), N - 1}, {lac.getId(), 19}, {live.getId(), acked}};
+                for (long[] x : expect) {
+                    verifyRaw(raw, id, x[0], 0, x[1]);
+                }
+                // Fencing and master keys hold.
+                BKException fenced = assertThrows(BKException.class,
+                        () -> zombie.addEntry(Payloads.payload(SEED, zombie.getId(), N, 100)));
+                assertEquals(BKException.Code.LedgerFencedException, fenced.getCode(), "zombie writer on ours");
+                byte[] wrongKey = "not-the-key".getBytes();
+                int rc = raw.add(id, closed.getId(), wrongKey, N, N - 1, new byte[] {1, 2, 3}, 0);
+                assertEquals(BKException.Code.UnauthorizedAccessException, rc, "an add with a wrong master key");
+                // The explicit LAC the writer sent to Java.
+                BookKeeper reader = c.client(false);
+                LedgerHandle lacReader = reader.openLedgerNoRecovery(lac.getId(), DigestType.CRC32C, Ops.PASSWORD);
+                assertEquals(19, lacReader.readExplicitLastConfirmed(), "explicit LAC of ledger " + lac.getId());
+                // The deleted ledger: our garbage collection drops it and removes its index file.
+                assertEquals(200, j.http("PUT", "/api/v1/bookie/gc", "{}").statusCode(), "PUT gc on ours");
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                int rcDeleted = 0;
+                while (System.nanoTime() < deadline) {
+                    rcDeleted = raw.read(id, deleted.getId(), 0).rc();
+                    if ((rcDeleted == -7 || rcDeleted == -13) && !Files.exists(deletedIdx)) {
+                        break;
+                    }
+                    Thread.sleep(500);
+                }
+                assertTrue(rcDeleted == -7 || rcDeleted == -13, "read of the deleted ledger: " + rcDeleted);
+                assertFalse(Files.exists(deletedIdx), "the deleted ledger's Java index file is gone");
+                // The writer goes on (clean stop: its handle saw no failure), or recovery closes
+                // the ledger with every acknowledged entry (kill: its adds in flight failed).
+                long end;
+                if (stop.equals("SIGTERM")) {
+                    Ops.addSync(live, SEED, N, N + 30, SIZE, null);
+                    live.close();
+                    end = N + 29;
+                } else {
+                    LedgerHandle rec = reader.openLedger(live.getId(), DigestType.CRC32C, Ops.PASSWORD);
+                    end = rec.getLastAddConfirmed();
+                    assertTrue(end >= acked, "recovered LAC " + end + " >= acknowledged " + acked);
+                    rec.close();
+                }
+                verifyRaw(raw, id, live.getId(), 0, end);
+                LedgerHandle rl = reader.openLedgerNoRecovery(live.getId(), DigestType.CRC32C, Ops.PASSWORD);
+                Ops.verify(rl, SEED, live.getId(), 0, end, SIZE, false);
+                // A new ledger on our bookie.
+                LedgerHandle fresh = create(c.client(false));
+                Ops.addSync(fresh, SEED, 0, 10, SIZE, null);
+                fresh.close();
+
+                // A restart of ours: the Java journal is not replayed again, the deleted ledger
+                // stays gone, everything else is served as before.
+                Procs.stop(ours, 30_000);
+                Procs.forget(ours);
+                ours = startOurs(c, j, "ours-on-java-2");
+                for (long[] x : expect) {
+                    verifyRaw(raw, id, x[0], 0, x[0] == live.getId() ? end : x[1]);
+                }
+                verifyRaw(raw, id, fresh.getId(), 0, 9);
+                rcDeleted = raw.read(id, deleted.getId(), 0).rc();
+                assertTrue(rcDeleted == -7 || rcDeleted == -13, "deleted ledger after a restart: " + rcDeleted);
+                // (the zombie's handle is closed by its first refusal: a raw add with the right key)
+                byte[] key = MacDigestManager.genDigest("ledger", Ops.PASSWORD);
+                assertEquals(BKException.Code.LedgerFencedException,
+                        raw.add(id, zombie.getId(), key, N, N - 1, new byte[] {1, 2, 3}, 0),
+                        "an add to the fenced ledger after a restart");
+
+                // Java's files: as Java left them, but the deleted ledger's index file.
+                Map<String, String> after = javaFiles(j.dir, journal, ledgers);
+                javaFiles.remove(j.dir.relativize(deletedIdx).toString());
+                assertEquals(javaFiles, after, "Java's files after the takeover");
+                String log = Files.readString(c.runDir.resolve("logs").resolve("ours-on-java-1.log"));
+                assertTrue(log.contains("takeover:"), log);
+                assertFalse(log.contains("panicked"), log);
+            } finally {
+                Procs.stop(ours, 30_000);
+                Procs.forget(ours);
+            }
+        }
+    }
+
+    /** Every entry from..to read from `bookie` alone: ids and payload byte for byte. */
+    private static void verifyRaw(Raw raw, BookieId bookie, long ledger, long from, long to) throws Exception {
+        for (long e = from; e <= to; e++) {
+            Raw.Result r = raw.read(bookie, ledger, e);
+            assertEquals(0, r.rc(), "read of entry " + e + " of ledger " + ledger);
+            assertNotNull(r.data());
+            ByteBuffer b = ByteBuffer.wrap(r.data());
+            assertEquals(ledger, b.getLong(0), "ledger id in entry " + e);
+            assertEquals(e, b.getLong(8), "entry id in entry " + e);
+            byte[] want = Payloads.payload(SEED, ledger, e, SIZE.applyAsInt(e));
+            assertArrayEquals(want, Arrays.copyOfRange(r.data(), 36, r.data().length),
+                    "payload of entry " + e + " of ledger " + ledger);
+        }
+    }
+
+    /** Our bookie on the Java bookie's own configuration file; waits until it is registered. */
+    private static Process startOurs(Cluster c, JavaBookie j, String name) throws Exception {
+        List<String> cmd = new ArrayList<>(List.of(Settings.bookieBin().toString(), "serve", "--conf",
+                j.confFile().toString()));
+        cmd.addAll(Settings.bookieArgs());
+        Path log = c.runDir.resolve("logs").resolve(name + ".log");
+        Process p = Procs.start(new ProcessBuilder(cmd).directory(j.dir.toFile()), log,
+                c.runDir.resolve("pids").resolve(name + ".pid"));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+        while (System.nanoTime() < deadline) {
+            assertTrue(p.isAlive(), "our bookie exited on the Java directories:\n" + Files.readString(log));
+            boolean ready;
+            try {
+                ready = j.http("GET", "/api/v1/bookie/is_ready", null).statusCode() == 200
+                        && c.isRegistered(j.id());
+            } catch (Exception e) {
+                ready = false;
+            }
+            if (ready) {
+                Cluster.log(name + " serving on " + j.id());
+                return p;
+            }
+            Thread.sleep(200);
+        }
+        throw new AssertionError("our bookie did not register on the Java directories:\n" + Files.readString(log));
+    }
+
+    /** Path below `base` -> sha256 of every file in the Java bookie's `current/` directories. */
+    private static Map<String, String> javaFiles(Path base, Path... dirs) throws Exception {
+        Map<String, String> out = new java.util.TreeMap<>();
+        for (Path d : dirs) {
+            try (java.util.stream.Stream<Path> files = Files.walk(d.resolve("current"))) {
+                for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+                    out.put(base.relativize(f).toString(), Payloads.sha256(Files.readAllBytes(f)));
+                }
+            }
+        }
+        return out;
+    }
+
+    private static String idxPath(long ledger) {
+        return Long.toHexString((ledger >> 8) & 0xff) + "/" + Long.toHexString(ledger & 0xff) + "/"
+                + Long.toHexString(ledger) + ".idx";
+    }
+
+    private static LedgerHandle create(BookKeeper bk) throws Exception {
+        return bk.createLedger(1, 1, 1, DigestType.CRC32C, Ops.PASSWORD);
+    }
+}
