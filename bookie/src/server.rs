@@ -233,6 +233,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
                 shards: peers.clone(),
                 state: state.clone(),
                 metrics: metrics.clone(),
+                legacy: legacy.clone(),
             };
             match crate::gc::start(settings, links) {
                 Ok((driver, trigger)) => {

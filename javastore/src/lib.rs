@@ -14,6 +14,8 @@
 //! - [`layout`]: where each of those lives under the configured directories (§1).
 //! - [`sorted`]: a ledger-level view of an Interleaved/Sorted bookie's directories: which
 //!   ledgers exist, their state, and any entry's body, read lazily (nothing is scanned at open).
+//! - [`db`]: the same of a DbLedgerStorage bookie's, whose index is in RocksDB (`rocksread`).
+//! - [`store`]: either of the two behind one interface ([`JavaStore`]).
 //! - [`replay`]: the journal records after the mark, in Java's replay order (§7.7).
 //!
 //! Reads are plain positioned reads (`pread`): this runs at startup and on reader threads, never
@@ -21,6 +23,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod db;
 pub mod entrylog;
 mod error;
 mod file;
@@ -29,9 +32,11 @@ pub mod journal;
 pub mod layout;
 pub mod replay;
 pub mod sorted;
+pub mod store;
 
 pub use error::JavaError;
 pub use layout::{JavaDirs, StorageKind};
+pub use store::JavaStore;
 
 /// A Java entry location: the entry log id in the high 32 bits, the offset of the entry's body
 /// (just after its 4-byte length) in the low 32 (§3.2).

@@ -402,8 +402,7 @@ pub struct JavaStorageConfig {
 }
 
 impl JavaStorageConfig {
-    /// True when the class is Interleaved or SortedLedgerStorage (index files), the kind
-    /// this bookie can take over.
+    /// True when the class is Interleaved or SortedLedgerStorage (index files).
     pub fn is_sorted(&self) -> bool {
         match self.ledger_storage_class.as_deref().map(str::trim) {
             None | Some("") => true,
@@ -411,6 +410,13 @@ impl JavaStorageConfig {
                 c.ends_with(".SortedLedgerStorage") || c.ends_with(".InterleavedLedgerStorage")
             }
         }
+    }
+
+    /// True when the class is DbLedgerStorage (RocksDB index).
+    pub fn is_db(&self) -> bool {
+        self.ledger_storage_class
+            .as_deref()
+            .is_some_and(|c| c.trim().ends_with(".DbLedgerStorage"))
     }
 }
 

@@ -129,6 +129,9 @@ pub struct GcLinks {
     pub shards: Arc<Vec<ShardHandle>>,
     pub state: Arc<BookieState>,
     pub metrics: Arc<Metrics>,
+    /// The Java bookie's files taken over, if any: a deleted ledger of theirs is recorded as
+    /// deleted (durably) before the shards drop it.
+    pub legacy: Option<Arc<crate::store::takeover::Legacy>>,
 }
 
 /// Starts the driver.
@@ -206,6 +209,7 @@ async fn run(
             let mut pass = Pass {
                 cfg,
                 shards: &links.shards,
+                legacy: links.legacy.as_deref(),
                 overreplicated,
                 verify_metadata: settings.verify_metadata,
                 pace: Pace::new(settings.metadata_op_rate),
@@ -281,6 +285,7 @@ impl Pace {
 struct Pass<'a> {
     cfg: &'a MetadataConfig,
     shards: &'a [ShardHandle],
+    legacy: Option<&'a crate::store::takeover::Legacy>,
     overreplicated: bool,
     verify_metadata: bool,
     pace: Pace,
@@ -367,6 +372,14 @@ impl Pass<'_> {
 
     /// Has every shard drop `ids` (the one that holds each does); returns how many were held.
     async fn drop_ledgers(&self, ids: Vec<i64>) -> usize {
+        if let Some(legacy) = self.legacy {
+            // Java's files are never written: that a taken-over ledger is deleted is kept in
+            // this bookie's own file, before any shard forgets the ledger.
+            if let Err(e) = legacy.record_deleted(&ids) {
+                log::error!("gc: {e}; the deleted ledgers are kept until the next collection");
+                return 0;
+            }
+        }
         let mut held = 0;
         for shard in self.shards {
             let (tx, rx) = oneshot::channel();
@@ -542,6 +555,7 @@ mod tests {
                 &[(Path::new("/d"), crate::admin::readonly::DirKind::Ledger)],
             )),
             metrics: Arc::new(Metrics::new(1)),
+            legacy: None,
         };
         let set_usage = |used: f64| {
             let mut warned = false;

@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use entrylog::{ReadView, Reader, StoreError};
-use javastore::sorted::SortedStore;
-use javastore::JavaError;
+use javastore::{JavaError, JavaStore};
 
 use crate::read::read_thread::ReaderStorage;
 use crate::store::takeover::Legacy;
@@ -47,7 +46,7 @@ impl From<JavaError> for DiskError {
 pub struct DiskReader {
     pub ours: Reader<ReaderStorage>,
     /// This reader's own copy of the Java listing (it keeps its own open entry logs).
-    java: Option<SortedStore>,
+    java: Option<JavaStore>,
 }
 
 impl DiskReader {
@@ -63,7 +62,7 @@ impl DiskReader {
     }
 
     /// The Java files, when `ledger` is a taken-over ledger this bookie has not deleted.
-    fn java_for(&mut self, view: &ReadView, ledger: u64) -> Option<&mut SortedStore> {
+    fn java_for(&mut self, view: &ReadView, ledger: u64) -> Option<&mut JavaStore> {
         self.java
             .as_mut()
             .filter(|j| j.has_ledger(ledger) && !view.is_deleted(ledger))
@@ -115,7 +114,7 @@ impl DiskReader {
             Some(run) => Ok(Some(run)),
             None => match self.java_for(view, ledger) {
                 Some(j) => {
-                    let run = java_run(j, ledger, entry, max_entries)?;
+                    let run = j.run(ledger, entry, max_entries)?;
                     Ok((!run.is_empty()).then_some(run))
                 }
                 None => Ok(None),
@@ -156,14 +155,14 @@ impl DiskReader {
             return Err(e.into());
         }
         let j = self.java_for(view, ledger).expect("checked above");
-        match java_run(j, ledger, start, max_entries) {
+        match j.run(ledger, start, max_entries) {
             Ok(bodies) => {
                 landed(start, bodies, None);
                 Ok(())
             }
             Err(e) => {
                 landed(start, Vec::new(), None);
-                Err(e)
+                Err(e.into())
             }
         }
     }
@@ -172,41 +171,10 @@ impl DiskReader {
     pub fn entries_of(&mut self, view: &ReadView, ledger: u64) -> Result<Vec<u64>, DiskError> {
         let mut ids = self.ours.entries_of(view, ledger)?;
         if let Some(j) = self.java_for(view, ledger) {
-            if let Some(f) = j.index_file(ledger)? {
-                f.for_each_slot(|e, _| {
-                    ids.push(e);
-                    true
-                })?;
-                ids.sort_unstable();
-                ids.dedup();
-            }
+            ids.extend(j.entries(ledger)?.into_iter().map(|(e, _)| e));
+            ids.sort_unstable();
+            ids.dedup();
         }
         Ok(ids)
     }
-}
-
-/// Consecutive entries from `entry` in Java's files, up to `max` (stops at the first absent).
-fn java_run(
-    j: &mut SortedStore,
-    ledger: u64,
-    entry: u64,
-    max: usize,
-) -> Result<Vec<Bytes>, DiskError> {
-    let Some(f) = j.index_file(ledger)? else {
-        return Ok(Vec::new());
-    };
-    let mut out = Vec::new();
-    for e in entry..entry + max.max(1) as u64 {
-        let Some(loc) = f.location(e)? else {
-            break;
-        };
-        match j.read_at(loc, ledger, e) {
-            Ok(body) => out.push(body),
-            // A bad entry after the first: the run ends before it (a read of it alone reports
-            // the error).
-            Err(_) if !out.is_empty() => break,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(out)
 }

@@ -60,29 +60,7 @@ impl Shard {
     /// Garbage collection found these ledgers deleted from the cluster: drop them here (the
     /// next flush persists the tombstones). Returns how many this shard held.
     pub fn delete_ledgers(&mut self, ids: &[i64]) -> usize {
-        let deleted: Vec<i64> = ids
-            .iter()
-            .copied()
-            .filter(|&id| self.table.delete(id))
-            .collect();
-        if let Some(legacy) = &self.legacy {
-            // A deleted ledger taken over from a Java bookie: its index file goes, as Java's
-            // own garbage collection would remove it, so that it does not come back at the
-            // next start once our tombstone is gone.
-            let idx: Vec<std::path::PathBuf> = deleted
-                .iter()
-                .filter_map(|&id| legacy.index_path(id as u64).cloned())
-                .collect();
-            if !idx.is_empty() {
-                log::info!(
-                    "shard {}: gc: removing {} taken-over Java index file(s)",
-                    self.id,
-                    idx.len()
-                );
-                self.store.reclaim.delete(idx);
-            }
-        }
-        let deleted = deleted.len();
+        let deleted = ids.iter().filter(|&&id| self.table.delete(id)).count();
         if deleted > 0 {
             log::info!("shard {}: gc: {deleted} deleted ledgers dropped", self.id);
             self.metrics.shards[self.id]

@@ -171,8 +171,6 @@ pub struct ShardStats {
 pub struct Shard {
     pub id: usize,
     shards: usize,
-    /// The Java bookie's files this bookie took over (`store::takeover`), if any.
-    legacy: Option<Arc<crate::store::takeover::Legacy>>,
     peers: Arc<Vec<ShardHandle>>,
     table: LedgerTable,
     journal: Journal<RealStorage>,
@@ -333,7 +331,6 @@ impl Shard {
         let shard = Shard {
             id,
             shards: peers.len(),
-            legacy,
             peers,
             table,
             journal,

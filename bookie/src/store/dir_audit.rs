@@ -35,9 +35,9 @@ pub struct Foreign {
     pub kind: DirKind,
     /// Human descriptions, e.g. "3 Java entry logs (current/*.log)".
     pub found: Vec<String>,
-    /// Everything found is an Interleaved/SortedLedgerStorage Java bookie's state (journals,
-    /// marks, entry logs, index files, `lastId`, `DIRTY`): this bookie can take it over.
-    pub java_sorted: bool,
+    /// Everything found is a Java bookie's state this bookie knows (journals, marks, entry
+    /// logs, index files or DbLedgerStorage's RocksDB, `lastId`, `DIRTY`): it can take it over.
+    pub java_known: bool,
 }
 
 /// Audits every configured directory; `Err` carries the message the start fails with.
@@ -48,7 +48,8 @@ pub fn check(config: &BookieConfig) -> Result<bool, String> {
     if foreign.is_empty() {
         return Ok(false);
     }
-    if foreign.iter().all(|f| f.java_sorted) && crate::store::takeover::can_take_over(config) {
+    if foreign.iter().all(|f| f.java_known) && crate::store::takeover::can_take_over(config) {
+        crate::store::takeover::precheck(config)?;
         for f in &foreign {
             log::info!(
                 "takeover: {} ({} directory): {}",
@@ -75,7 +76,7 @@ pub fn audit(config: &BookieConfig) -> Result<Vec<Foreign>, String> {
         if scanned.contains(&me) {
             continue;
         }
-        let (found, java_sorted) = scan(dir, &me, &configured)
+        let (found, java_known) = scan(dir, &me, &configured)
             .map_err(|e| format!("directory audit of {}: {e}", dir.display()))?;
         scanned.push(me);
         if !found.is_empty() {
@@ -83,7 +84,7 @@ pub fn audit(config: &BookieConfig) -> Result<Vec<Foreign>, String> {
                 dir: dir.to_path_buf(),
                 kind: *kind,
                 found,
-                java_sorted,
+                java_known,
             });
         }
     }
@@ -110,11 +111,11 @@ pub fn refusal(foreign: &[Foreign]) -> String {
     if java {
         m.push_str(
             "\nThese are a Java bookie's files. This bookie takes over the directories of a \
-             stopped Interleaved or SortedLedgerStorage bookie in place (started on its own \
-             bk_server.conf), but not these: a DbLedgerStorage bookie's RocksDB index cannot be \
-             read yet, and files it does not know are not guessed at. Started on them anyway it \
-             would serve every ledger they hold as empty and take adds to ledgers that recovery \
-             fenced. To replace that Java bookie: keep it running on these directories until \
+             stopped Java bookie in place when started on its own bk_server.conf (its \
+             ledgerStorageClass: Interleaved, Sorted or DbLedgerStorage), but not these: files \
+             it does not know are not guessed at. Started on them anyway it would serve every \
+             ledger they hold as empty and take adds to ledgers that recovery fenced. To \
+             replace that Java bookie: keep it running on these directories until \
              its ledgers are re-replicated elsewhere (decommission it: `bookkeeper shell \
              decommissionbookie`, or stop it for good and let autorecovery copy its ledgers), \
              then start this bookie on fresh, empty directories with a new cookie (`bookkeeper \
@@ -149,8 +150,8 @@ fn is_dir(path: &Path) -> bool {
 }
 
 /// What `dir` (canonically `me`) holds that this bookie does not own (empty when it owns
-/// everything or the directory does not exist yet), and whether all of it is a Java
-/// Interleaved/SortedLedgerStorage bookie's state.
+/// everything or the directory does not exist yet), and whether all of it is a Java bookie's
+/// state this bookie knows.
 fn scan(dir: &Path, me: &Path, configured: &[PathBuf]) -> Result<(Vec<String>, bool), String> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
@@ -159,7 +160,7 @@ fn scan(dir: &Path, me: &Path, configured: &[PathBuf]) -> Result<(Vec<String>, b
     };
     let mut found = Vec::new();
     let mut unknown = Vec::new();
-    let mut java_sorted = true;
+    let mut java_known = true;
     for (seen, entry) in entries.enumerate() {
         if seen >= SCAN_LIMIT {
             unknown.push(format!("(stopped reading after {SCAN_LIMIT} names)"));
@@ -173,11 +174,13 @@ fn scan(dir: &Path, me: &Path, configured: &[PathBuf]) -> Result<(Vec<String>, b
             "LOCK" => !is_dir,
             "lost+found" => is_dir,
             // Where a takeover's replay of Java's journals ended (`store::takeover`).
-            "java-takeover" | "java-takeover.tmp" => !is_dir,
+            // What a takeover keeps of its own (`store::takeover`): where its replay of
+            // Java's journals ended, and which taken-over ledgers were deleted since.
+            "java-takeover" | "java-takeover.tmp" | "java-deleted" => !is_dir,
             "current" if is_dir => {
                 let (f, sorted) = scan_current(&path)?;
                 found.extend(f);
-                java_sorted &= sorted;
+                java_known &= sorted;
                 true
             }
             _ => {
@@ -194,9 +197,9 @@ fn scan(dir: &Path, me: &Path, configured: &[PathBuf]) -> Result<(Vec<String>, b
     if !unknown.is_empty() {
         unknown.sort();
         found.push(format!("unknown entries: {}", short_list(&unknown)));
-        java_sorted = false;
+        java_known = false;
     }
-    Ok((found, java_sorted))
+    Ok((found, java_known))
 }
 
 fn is_shard_dir(name: &str) -> bool {
@@ -205,9 +208,9 @@ fn is_shard_dir(name: &str) -> bool {
 }
 
 /// What `current/` holds besides the cookie, described by what Java keeps there; and whether
-/// all of it is an Interleaved/SortedLedgerStorage bookie's (no RocksDB, nothing unknown).
+/// all of it is a Java bookie's state this bookie knows (nothing unknown).
 fn scan_current(current: &Path) -> Result<(Vec<String>, bool), String> {
-    let mut java_sorted = true;
+    let mut java_known = true;
     let mut txn = 0usize;
     let mut logs = 0usize;
     let mut idx = 0usize;
@@ -226,23 +229,18 @@ fn scan_current(current: &Path) -> Result<(Vec<String>, bool), String> {
             ("VERSION" | "VERSION.tmp", false) => {}
             // `lastMark.<n>` with several journal directories
             (n, false) if n.starts_with("lastMark") => marks += 1,
-            ("ledgers", true) => {
-                java_sorted = false;
-                found.push(
-                    "Java DbLedgerStorage's RocksDB ledger metadata: fenced flags, master keys \
+            ("ledgers", true) => found.push(
+                "Java DbLedgerStorage's RocksDB ledger metadata: fenced flags, master keys \
                      (current/ledgers/)"
-                        .to_string(),
-                )
-            }
-            ("locations", true) => {
-                java_sorted = false;
-                found.push(
-                    "Java DbLedgerStorage's RocksDB entry locations (current/locations/)"
-                        .to_string(),
-                )
-            }
+                    .to_string(),
+            ),
+            ("locations", true) => found.push(
+                "Java DbLedgerStorage's RocksDB entry locations (current/locations/)".to_string(),
+            ),
             // The entry log allocator's last id, and the unclean-shutdown marker of 4.15+.
             ("lastId" | "DIRTY", false) => java_files.push(name.clone()),
+            // DbLedgerStorage's cache of entry log metadata (4.15+), rebuilt from the logs.
+            ("metadata-cache", true) => java_files.push(format!("{name}/")),
             (n, false) if n.ends_with(".txn") => txn += 1,
             (n, false) if n.ends_with(".log") => logs += 1,
             (n, true) if n.len() <= 2 && n.bytes().all(|b| b.is_ascii_hexdigit()) => {
@@ -285,11 +283,11 @@ fn scan_current(current: &Path) -> Result<(Vec<String>, bool), String> {
             "other files in current/ (a Java bookie's layout): {}",
             short_list(&other)
         ));
-        java_sorted = false;
+        java_known = false;
     }
     // Sorted for a stable message: the listing order of a directory is the file system's.
     found.sort();
-    Ok((found, java_sorted))
+    Ok((found, java_known))
 }
 
 /// Counts `*.idx` files below `dir`, `depth` levels at most, within the scan budget.
@@ -418,6 +416,13 @@ mod tests {
         touch(&root.join("ledgers/current/0.log"));
         touch(&root.join("ledgers/current/ledgers/CURRENT"));
         touch(&root.join("ledgers/current/locations/CURRENT"));
+        // Taken over when the configuration names DbLedgerStorage ...
+        let mut db = config(root);
+        db.java_storage.ledger_storage_class =
+            Some("org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage".into());
+        assert!(check(&db).unwrap());
+        // ... but not beside a file no Java bookie writes.
+        touch(&root.join("ledgers/current/backup.tar"));
         let f = audit(&c).unwrap();
         assert_eq!(f.len(), 2);
         let ledgers = f.iter().find(|f| f.kind == DirKind::Ledger).unwrap();
@@ -441,7 +446,7 @@ mod tests {
     }
 
     #[test]
-    fn java_sorted_ledger_storage_index_files_are_counted() {
+    fn java_known_ledger_storage_index_files_are_counted() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
         let c = config(root);
@@ -456,14 +461,13 @@ mod tests {
         let text = ledgers.found.join("; ");
         assert!(text.contains("2 Java ledger index file(s)"), "{text}");
         assert!(text.contains("Java's DIRTY, lastId"), "{text}");
-        assert!(f.iter().all(|f| f.java_sorted));
+        assert!(f.iter().all(|f| f.java_known));
         // SortedLedgerStorage (Java's default class) is taken over ...
         assert!(check(&c).unwrap());
-        // ... DbLedgerStorage named in the configuration is not,
-        let mut db = config(root);
-        db.java_storage.ledger_storage_class =
-            Some("org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage".into());
-        assert!(check(&db).unwrap_err().contains("DbLedgerStorage"));
+        // ... nor a class this bookie does not know,
+        let mut other = config(root);
+        other.java_storage.ledger_storage_class = Some("com.example.MyStorage".into());
+        assert!(check(&other).unwrap_err().contains("Java"));
         // ... nor a directory that holds anything else besides.
         touch(&root.join("ledgers/current/notes.txt"));
         assert!(check(&c).unwrap_err().contains("notes.txt"));

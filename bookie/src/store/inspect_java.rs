@@ -5,17 +5,16 @@
 //! from the journal replay. `--ledger L` lists one ledger's entries (with `--bodies`, their
 //! bytes); `--json` prints the same as one JSON document.
 //!
-//! Interleaved/SortedLedgerStorage only, so far; DbLedgerStorage's RocksDB index is named and
-//! refused. Nothing is written: the Java files stay as they are (a Java bookie must not be
-//! running on them, or what is printed may be half of a checkpoint).
+//! Interleaved/SortedLedgerStorage and DbLedgerStorage (its RocksDB databases opened read-only
+//! through the system librocksdb). Nothing is written: the Java files stay as they are (a Java
+//! bookie must not be running on them, or what is printed may be half of a checkpoint).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use javastore::journal::Record;
 use javastore::replay::{replay, Replayed};
-use javastore::sorted::SortedStore;
-use javastore::{JavaDirs, StorageKind};
+use javastore::{JavaDirs, JavaStore};
 use serde_json::{json, Value};
 
 use crate::config::conf;
@@ -70,18 +69,12 @@ pub fn run(
 ) -> Result<(), String> {
     let (dirs, class, skip_invalid) = java_dirs(conf_path)?;
     let kind = dirs.storage_kind().map_err(|e| e.to_string())?;
-    if kind == StorageKind::Db {
-        return Err(format!(
-            "{}: DbLedgerStorage (RocksDB ledgers/ and locations/): not readable yet (issue 32)",
-            conf_path.display()
-        ));
-    }
-    let mut store = SortedStore::open(dirs.clone()).map_err(|e| e.to_string())?;
+    let mut store = JavaStore::open(dirs.clone(), kind).map_err(|e| e.to_string())?;
     // The journal records after the marks, with Java's rules.
     let mut replayed = Replayed::default();
     let mut positions: BTreeMap<(i64, i64), (u64, u64)> = BTreeMap::new();
     let (mut keys, mut fences, mut lacs, mut entries) = (0u64, 0u64, 0u64, 0u64);
-    let indexed: std::collections::BTreeSet<u64> = store.ledgers().collect();
+    let indexed: std::collections::BTreeSet<u64> = store.ledgers().into_iter().collect();
     let journals = replay(&dirs, skip_invalid, |_, file, offset, rec| {
         match &rec {
             Record::Entry { ledger, entry, .. } => {
@@ -125,8 +118,8 @@ pub fn run(
             .or_else(|| state.as_ref().and_then(|s| s.explicit_lac.clone()));
         // The merged entries: the index's, superseded by the journal's.
         let mut merged: BTreeMap<i64, Source> = BTreeMap::new();
-        if let Some(f) = store.index_file(l as u64).map_err(|e| e.to_string())? {
-            for (e, loc) in f.entries().map_err(|e| e.to_string())? {
+        if l >= 0 {
+            for (e, loc) in store.entries(l as u64).map_err(|e| e.to_string())? {
                 merged.insert(e as i64, Source::Index(loc));
             }
         }
@@ -202,12 +195,7 @@ pub fn run(
         ));
     }
 
-    let logs = store.entry_logs();
-    let log_bytes: u64 = logs
-        .values()
-        .filter_map(|p| std::fs::metadata(p).ok())
-        .map(|m| m.len())
-        .sum();
+    let logs = store.entry_log_count();
     let journals_json: Vec<Value> = journals
         .iter()
         .map(|j| {
@@ -232,14 +220,16 @@ pub fn run(
                 "explicit_lacs": lacs, "skipped_unknown_ledger": replayed.skipped_unknown,
                 "skipped_unknown_type": replayed.skipped_other,
             },
-            "entry_logs": logs.len(),
-            "entry_log_bytes": log_bytes,
+            "entry_logs": logs,
             "ledgers": ledgers_json,
         });
         println!("{doc}");
         return Ok(());
     }
-    println!("ledgerStorageClass {class}; on disk: {kind:?}");
+    println!(
+        "ledgerStorageClass {class}; on disk: {kind:?} ({})",
+        store.kind_name()
+    );
     for j in &journals {
         println!(
             "journal {} ({}): mark {:x}.txn@{}, {} file(s) replayed, {} record(s) after the mark{}",
@@ -260,7 +250,7 @@ pub fn run(
          skipped {} record(s) of unknown (deleted) ledgers, {} of unknown types",
         replayed.skipped_unknown, replayed.skipped_other
     );
-    println!("entry logs: {} ({log_bytes} bytes)", logs.len());
+    println!("entry logs: {logs}");
     println!("ledgers: {}", all.len());
     for line in lines {
         println!("{line}");

@@ -1,38 +1,42 @@
 //! Taking over a stopped Java bookie's directories in place (issue 32): started on the Java
 //! bookie's own `bk_server.conf`, this bookie serves what Java stored there and goes on from
-//! it, with no re-replication. Interleaved/SortedLedgerStorage so far (index files); a
-//! DbLedgerStorage bookie's directories are still refused by the start-up audit.
+//! it, with no re-replication. Interleaved/SortedLedgerStorage (index files) and
+//! DbLedgerStorage (RocksDB index, read through the system librocksdb) alike.
 //!
 //! At start (`start`, before the shards open):
-//! 1. **Java's journal tail is made ours.** The records after Java's `lastMark` (what Java
+//! 1. **The storage is checked against the configuration**: the class the conf names must be
+//!    what the directories hold; a DbLedgerStorage bookie whose data-integrity check is
+//!    pending (limbo ledgers, NEEDS_INTEGRITY_CHECK) or that holds a ledger in two
+//!    directories is refused, naming it.
+//! 2. **Java's journal tail is made ours.** The records after Java's `lastMark` (what Java
 //!    acknowledged but had not checkpointed: after a SIGKILL, the only copy of the newest
 //!    entries) are replayed with Java's rules (`javastore::replay`) and flushed, entries and
 //!    ledger metadata, into the shards' own ledger storage, in bounded batches, each durable
 //!    before the next. Then `java-takeover` records where the replay ended, so a restart
 //!    never replays it again (a ledger deleted since must not come back from it).
-//! 2. **The index files are listed**, and each ledger's master key, fenced bit, explicit LAC,
-//!    last entry and LAC (from the last entry's own bytes) read: a small read or three per
-//!    ledger, nothing proportional to the data.
+//! 3. **Java's ledgers are listed**, and each one's master key, fenced bit, explicit LAC, last
+//!    entry and LAC (from the last entry's own bytes) read: a few small reads per ledger,
+//!    nothing proportional to the data.
 //!
 //! While serving, a shard adopts its share of those ledgers into its ledger table (ours wins
 //! where both know a ledger, fences add up); cache-miss reads that this bookie's ledger storage
 //! cannot answer go to the Java files (`read::disk_reader`). New writes go to our own files.
-//! Java's files are never written; the only change to them is what Java's own garbage
-//! collection would make: a deleted ledger's index file is removed.
+//! Java's files are never written, so the Java bookie can be started on them again (README,
+//! "Taking over a Java bookie"); a taken-over ledger deleted since is recorded in
+//! `java-deleted`, this bookie's own file, before the shards drop it, and stays deleted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bytes::Bytes;
 use entrylog::{FlushBatch, LedgerMeta, LedgerStore};
 use javastore::journal::LastMark;
 use javastore::replay::{replay_from, Replayed};
-use javastore::sorted::SortedStore;
-use javastore::{JavaDirs, StorageKind};
+use javastore::{JavaDirs, JavaStore, StorageKind};
 
 use crate::admin::readonly::BookieState;
 use crate::config::BookieConfig;
@@ -58,23 +62,69 @@ pub struct LegacyLedger {
 
 /// The Java side of a taken-over bookie, shared read-only by shards and reader threads.
 pub struct Legacy {
-    /// The listing of index files and entry logs; each reader thread reads through its own
+    /// The listing of Java's ledgers and entry logs; each reader thread reads through its own
     /// copy.
-    pub store: SortedStore,
+    pub store: JavaStore,
     pub ledgers: BTreeMap<u64, LegacyLedger>,
+    deleted: Mutex<DeletedLog>,
 }
 
 impl Legacy {
-    /// The index file of a ledger, if it is a taken-over one.
-    pub fn index_path(&self, ledger: u64) -> Option<&PathBuf> {
-        self.store.index_path(ledger)
+    /// Records durably that these ledgers (those of them that are Java's) were deleted: at
+    /// the next start they are not taken over again.
+    pub fn record_deleted(&self, ids: &[i64]) -> Result<(), String> {
+        let ours: Vec<u64> = ids
+            .iter()
+            .filter(|&&l| l >= 0 && self.ledgers.contains_key(&(l as u64)))
+            .map(|&l| l as u64)
+            .collect();
+        if ours.is_empty() {
+            return Ok(());
+        }
+        self.deleted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .append(&ours)
     }
 }
 
-/// True when `config` describes a Java bookie this bookie can take over (its storage class is
-/// Interleaved or SortedLedgerStorage).
+/// True when `config` names a Java ledger storage class this bookie can take over.
 pub fn can_take_over(config: &BookieConfig) -> bool {
-    config.java_storage.is_sorted()
+    config.java_storage.is_sorted() || config.java_storage.is_db()
+}
+
+/// Checks, before anything is locked or written, that the storage class the configuration
+/// names is what the directories hold; returns what they hold.
+pub fn precheck(config: &BookieConfig) -> Result<StorageKind, String> {
+    let dirs = java_dirs(config);
+    let kind = dirs
+        .storage_kind()
+        .map_err(|e| format!("refusing to start: {e}"))?;
+    let db = config.java_storage.is_db();
+    if matches!(
+        (kind, db),
+        (StorageKind::Db, false) | (StorageKind::Sorted, true)
+    ) {
+        let class = config
+            .java_storage
+            .ledger_storage_class
+            .clone()
+            .unwrap_or_else(|| "SortedLedgerStorage (the default)".into());
+        return Err(format!(
+            "refusing to start: ledgerStorageClass is {class}, but {} hold {}; nothing in them \
+             was changed. Start this bookie with the configuration the Java bookie ran with.",
+            dirs.ledger_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            match kind {
+                StorageKind::Db => "DbLedgerStorage's RocksDB index (current/ledgers/)",
+                _ => "Interleaved/SortedLedgerStorage index files (current/*/*/*.idx)",
+            }
+        ));
+    }
+    Ok(kind)
 }
 
 fn java_dirs(config: &BookieConfig) -> JavaDirs {
@@ -94,41 +144,108 @@ pub fn start(
 ) -> Result<Arc<Legacy>, String> {
     let started = Instant::now();
     let dirs = java_dirs(config);
-    match dirs.storage_kind().map_err(|e| e.to_string())? {
-        StorageKind::Db => {
-            return Err(
-                "taking over a DbLedgerStorage bookie's directories is not supported yet"
-                    .to_string(),
-            )
+    let kind = precheck(config)?;
+    let store = JavaStore::open(dirs.clone(), kind).map_err(|e| format!("takeover: {e}"))?;
+    if let JavaStore::Db(d) = &store {
+        if d.flags
+            .is_some_and(|f| f & javastore::db::NEEDS_INTEGRITY_CHECK != 0)
+        {
+            return Err(format!(
+                "takeover: {}: the Java bookie's data-integrity check had not finished \
+                 (NEEDS_INTEGRITY_CHECK): start the Java bookie once to complete it",
+                dirs.ledger_dirs[0].display()
+            ));
         }
-        StorageKind::Sorted | StorageKind::NoIndex => {}
+        let limbo = d.limbo();
+        if !limbo.is_empty() {
+            return Err(format!(
+                "takeover: {} ledger(s) in limbo (a Java data-integrity check pending), e.g. \
+                 {:?}: start the Java bookie once to complete it",
+                limbo.len(),
+                &limbo[..limbo.len().min(5)]
+            ));
+        }
+        if !d.duplicates.is_empty() {
+            return Err(format!(
+                "takeover: ledger(s) {:?} are in the ledgers database of more than one ledger \
+                 directory (the directory list changed under allowStorageExpansion?)",
+                &d.duplicates[..d.duplicates.len().min(5)]
+            ));
+        }
     }
-    let store = SortedStore::open(dirs.clone()).map_err(|e| e.to_string())?;
     let state_path = config.ledger_dirs[0].join(STATE_FILE);
-    let marks = match read_state(&state_path)? {
-        Some(marks) => marks,
-        None => (0..dirs.journal_dirs.len())
-            .map(|j| dirs.last_mark(j))
-            .collect(),
+    // What the Java journals look like now: their marks and newest files.
+    let java_now: Vec<(LastMark, u64)> = (0..dirs.journal_dirs.len())
+        .map(|j| {
+            let last_file = dirs
+                .journal_files(j)
+                .map_err(|e| e.to_string())?
+                .last()
+                .map_or(0, |(id, _)| *id);
+            Ok((dirs.last_mark(j), last_file))
+        })
+        .collect::<Result<_, String>>()?;
+    let earlier = read_state(&state_path)?;
+    if let Some(st) = &earlier {
+        // A Java bookie that ran on these directories after the takeover moved its mark or
+        // wrote a journal file: what this bookie holds of them is stale.
+        let moved = st.len() != java_now.len()
+            || st
+                .iter()
+                .zip(&java_now)
+                .any(|(t, (mark, last))| t.java_mark != *mark || t.java_last_file != *last);
+        if moved {
+            return Err(format!(
+                "takeover: a Java bookie ran on these directories after this bookie took them \
+                 over ({} records their state then): this bookie's copy of them is stale. Go on \
+                 with the Java bookie, or move this bookie's shard-*/, {STATE_FILE} and \
+                 {DELETED_FILE} aside to take the directories over afresh",
+                state_path.display()
+            ));
+        }
+    }
+    let marks: Vec<LastMark> = match &earlier {
+        Some(st) => st.iter().map(|t| t.end).collect(),
+        None => java_now.iter().map(|(m, _)| *m).collect(),
     };
-    let import = import_journal_tail(config, shards, state, &dirs, &store, &marks)?;
-    if let Some((ends, stats)) = import {
-        write_state(&state_path, &ends)?;
-        log::info!(
-            "takeover: Java journal replayed into ledger storage: {} entries, {} master keys, \
-             {} fences, {} explicit LACs of {} ledgers; {} records of deleted ledgers skipped",
-            stats.entries,
-            stats.keys,
-            stats.fences,
-            stats.lacs,
-            stats.ledgers,
-            stats.skipped
-        );
+    let deleted_log = DeletedLog::open(&config.ledger_dirs[0].join(DELETED_FILE))?;
+    let import = import_journal_tail(config, shards, state, &dirs, &store, &marks, &deleted_log)?;
+    let ends = match import {
+        Some((ends, stats)) => {
+            log::info!(
+                "takeover: Java journal replayed into ledger storage: {} entries, {} master \
+                 keys, {} fences, {} explicit LACs of {} ledgers; {} records of deleted ledgers \
+                 skipped",
+                stats.entries,
+                stats.keys,
+                stats.fences,
+                stats.lacs,
+                stats.ledgers,
+                stats.skipped
+            );
+            Some(ends)
+        }
+        None => None,
+    };
+    if earlier.is_none() || ends.is_some() {
+        let ends = ends.unwrap_or(marks);
+        let st: Vec<JournalState> = ends
+            .iter()
+            .zip(&java_now)
+            .map(|(end, (mark, last))| JournalState {
+                end: *end,
+                java_mark: *mark,
+                java_last_file: *last,
+            })
+            .collect();
+        write_state(&state_path, &st)?;
     }
     let mut ledgers = BTreeMap::new();
     let mut reader = store.clone();
-    let ids: Vec<u64> = store.ledgers().collect();
-    for ledger in ids {
+    for ledger in store.ledgers() {
+        if deleted_log.ids.contains(&ledger) {
+            continue;
+        }
         let Some(st) = store.state(ledger).map_err(|e| e.to_string())? else {
             continue;
         };
@@ -160,13 +277,19 @@ pub fn start(
         );
     }
     log::info!(
-        "takeover: {} Java ledgers in {} index files over {} entry logs, ready in {:.0} ms",
+        "takeover: {} Java ledgers ({}; {} deleted since the takeover) over {} entry logs, \
+         ready in {:.0} ms",
         ledgers.len(),
-        store.ledgers().count(),
-        store.entry_logs().len(),
+        store.kind_name(),
+        deleted_log.ids.len(),
+        store.entry_log_count(),
         started.elapsed().as_secs_f64() * 1e3
     );
-    Ok(Arc::new(Legacy { store, ledgers }))
+    Ok(Arc::new(Legacy {
+        store,
+        ledgers,
+        deleted: Mutex::new(deleted_log),
+    }))
 }
 
 #[derive(Default)]
@@ -186,8 +309,9 @@ fn import_journal_tail(
     shards: usize,
     state: &BookieState,
     dirs: &JavaDirs,
-    legacy: &SortedStore,
+    legacy: &JavaStore,
     marks: &[LastMark],
+    deleted: &DeletedLog,
 ) -> Result<Option<(Vec<LastMark>, ImportStats)>, String> {
     // Each shard's own ledger storage, opened here and closed before the shard opens it.
     let mut stores = Vec::with_capacity(shards);
@@ -206,6 +330,7 @@ fn import_journal_tail(
     }
     let known = |ledger: i64| {
         ledger >= 0
+            && !deleted.ids.contains(&(ledger as u64))
             && (legacy.has_ledger(ledger as u64)
                 || stores[shard_of(ledger, shards)]
                     .ledgers()
@@ -270,7 +395,7 @@ fn import_journal_tail(
 fn flush_into(
     stores: &mut [LedgerStore<storage::RealStorage>],
     shards: usize,
-    legacy: &SortedStore,
+    legacy: &JavaStore,
     batch: &Replayed,
 ) -> Result<(), String> {
     let mut per_shard: Vec<FlushBatch> = (0..shards).map(|_| FlushBatch::default()).collect();
@@ -283,10 +408,7 @@ fn flush_into(
         if ours.as_ref().is_some_and(|m| m.deleted) {
             continue;
         }
-        let idx = legacy
-            .index_file(ledger as u64)
-            .map_err(|e| e.to_string())?
-            .map(|f| f.header);
+        let idx = legacy.state(ledger as u64).map_err(|e| e.to_string())?;
         let master_key = r
             .master_key
             .clone()
@@ -342,9 +464,22 @@ fn flush_into(
     Ok(())
 }
 
-/// Reads the replay's end from an earlier takeover; `None` when there was none. A damaged
-/// file stops the start: replaying again from Java's mark could bring back deleted ledgers.
-fn read_state(path: &Path) -> Result<Option<Vec<LastMark>>, String> {
+/// One Java journal as the takeover left it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct JournalState {
+    /// Where the replay ended: the next one starts here.
+    end: LastMark,
+    /// Java's own `lastMark` then, and its newest journal file: if either has moved since, a
+    /// Java bookie ran on the directories after the takeover.
+    java_mark: LastMark,
+    java_last_file: u64,
+}
+
+const STATE_RECORD: usize = 40;
+
+/// Reads an earlier takeover's state; `None` when there was none. A damaged file stops the
+/// start: replaying again from Java's mark could bring back deleted ledgers.
+fn read_state(path: &Path) -> Result<Option<Vec<JournalState>>, String> {
     let b = match fs::read(path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -358,7 +493,7 @@ fn read_state(path: &Path) -> Result<Option<Vec<LastMark>>, String> {
     })
 }
 
-fn decode_state(b: &[u8]) -> Result<Vec<LastMark>, String> {
+fn decode_state(b: &[u8]) -> Result<Vec<JournalState>, String> {
     if b.len() < 20 || b[0..8] != STATE_MAGIC {
         return Err("not a takeover state file".into());
     }
@@ -367,7 +502,7 @@ fn decode_state(b: &[u8]) -> Result<Vec<LastMark>, String> {
         return Err(format!("unknown version {version}"));
     }
     let n = u32::from_le_bytes(b[12..16].try_into().expect("4")) as usize;
-    let end = 16 + 16 * n;
+    let end = 16 + STATE_RECORD * n;
     if b.len() != end + 4 {
         return Err(format!("{} bytes for {n} journals", b.len()));
     }
@@ -375,26 +510,41 @@ fn decode_state(b: &[u8]) -> Result<Vec<LastMark>, String> {
     if crc32c::crc32c(&b[..end]) != crc {
         return Err("checksum mismatch".into());
     }
+    let u = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8"));
     Ok((0..n)
         .map(|i| {
-            let at = 16 + 16 * i;
-            LastMark {
-                file_id: u64::from_le_bytes(b[at..at + 8].try_into().expect("8")),
-                offset: u64::from_le_bytes(b[at + 8..at + 16].try_into().expect("8")),
+            let at = 16 + STATE_RECORD * i;
+            JournalState {
+                end: LastMark {
+                    file_id: u(at),
+                    offset: u(at + 8),
+                },
+                java_mark: LastMark {
+                    file_id: u(at + 16),
+                    offset: u(at + 24),
+                },
+                java_last_file: u(at + 32),
             }
         })
         .collect())
 }
 
-fn encode_state(marks: &[LastMark]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(20 + 16 * marks.len());
+fn encode_state(journals: &[JournalState]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(20 + STATE_RECORD * journals.len());
     b.extend_from_slice(&STATE_MAGIC);
     b.extend_from_slice(&STATE_VERSION.to_le_bytes());
     b.extend_from_slice(&0u16.to_le_bytes());
-    b.extend_from_slice(&(marks.len() as u32).to_le_bytes());
-    for m in marks {
-        b.extend_from_slice(&m.file_id.to_le_bytes());
-        b.extend_from_slice(&m.offset.to_le_bytes());
+    b.extend_from_slice(&(journals.len() as u32).to_le_bytes());
+    for j in journals {
+        for v in [
+            j.end.file_id,
+            j.end.offset,
+            j.java_mark.file_id,
+            j.java_mark.offset,
+            j.java_last_file,
+        ] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
     }
     let crc = crc32c::crc32c(&b);
     b.extend_from_slice(&crc.to_le_bytes());
@@ -402,7 +552,7 @@ fn encode_state(marks: &[LastMark]) -> Vec<u8> {
 }
 
 /// Writes the state durably: a temporary file, synced, renamed over, the directory synced.
-fn write_state(path: &Path, marks: &[LastMark]) -> Result<(), String> {
+fn write_state(path: &Path, marks: &[JournalState]) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     let err = |what: &str, e: std::io::Error| format!("cannot {what} {}: {e}", tmp.display());
     let mut f = fs::File::create(&tmp).map_err(|e| err("create", e))?;
@@ -414,6 +564,116 @@ fn write_state(path: &Path, marks: &[LastMark]) -> Result<(), String> {
     fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| format!("cannot sync {}: {e}", dir.display()))
+}
+
+/// Which taken-over ledgers were deleted since the takeover, in the first ledger directory.
+pub const DELETED_FILE: &str = "java-deleted";
+const DELETED_MAGIC: [u8; 8] = *b"BKRSJDEL";
+const DELETED_VERSION: u16 = 1;
+const DELETED_HEADER: usize = 16;
+/// A record: the ledger id (u64 LE), the CRC32C of those 8 bytes (u32 LE), 4 zero bytes.
+const DELETED_RECORD: usize = 16;
+
+/// `java-deleted`: an append-only list of taken-over ledgers deleted since the takeover. Each
+/// append is synced before the shards drop the ledgers; a record cut short by a crash is the
+/// last one and is ignored (that deletion happens again at the next collection).
+struct DeletedLog {
+    path: PathBuf,
+    ids: BTreeSet<u64>,
+}
+
+impl DeletedLog {
+    fn open(path: &Path) -> Result<DeletedLog, String> {
+        let b = match fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let ids = decode_deleted(&b).map_err(|w| format!("{}: {w}", path.display()))?;
+        Ok(DeletedLog {
+            path: path.to_path_buf(),
+            ids,
+        })
+    }
+
+    fn append(&mut self, ids: &[u64]) -> Result<(), String> {
+        let err =
+            |what: &str, e: std::io::Error| format!("cannot {what} {}: {e}", self.path.display());
+        let new = !self.path.exists();
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| err("open", e))?;
+        let len = f.metadata().map_err(|e| err("stat", e))?.len() as usize;
+        let mut b = Vec::new();
+        if len < DELETED_HEADER {
+            // A new file (or one whose header a crash cut): start it over.
+            f.set_len(0).map_err(|e| err("truncate", e))?;
+            b.extend_from_slice(&DELETED_MAGIC);
+            b.extend_from_slice(&DELETED_VERSION.to_le_bytes());
+            b.extend_from_slice(&[0u8; 6]);
+        } else if !(len - DELETED_HEADER).is_multiple_of(DELETED_RECORD) {
+            // A record a crash cut short: the next one starts where it started.
+            let whole = len - (len - DELETED_HEADER) % DELETED_RECORD;
+            f.set_len(whole as u64).map_err(|e| err("truncate", e))?;
+        }
+        for &l in ids {
+            b.extend_from_slice(&encode_deleted_record(l));
+        }
+        f.write_all(&b).map_err(|e| err("append to", e))?;
+        f.sync_data().map_err(|e| err("sync", e))?;
+        if new {
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| format!("cannot sync {}: {e}", dir.display()))?;
+        }
+        self.ids.extend(ids.iter().copied());
+        log::info!(
+            "takeover: {} deleted Java ledger(s) recorded in {}",
+            ids.len(),
+            self.path.display()
+        );
+        Ok(())
+    }
+}
+
+fn encode_deleted_record(ledger: u64) -> [u8; DELETED_RECORD] {
+    let mut r = [0u8; DELETED_RECORD];
+    r[0..8].copy_from_slice(&ledger.to_le_bytes());
+    r[8..12].copy_from_slice(&crc32c::crc32c(&ledger.to_le_bytes()).to_le_bytes());
+    r
+}
+
+fn decode_deleted(b: &[u8]) -> Result<BTreeSet<u64>, String> {
+    let mut ids = BTreeSet::new();
+    if b.len() < DELETED_HEADER {
+        // Empty, or a header a crash cut: nothing was recorded after it.
+        return Ok(ids);
+    }
+    if b[0..8] != DELETED_MAGIC {
+        return Err("not a list of deleted ledgers".into());
+    }
+    let version = u16::from_le_bytes([b[8], b[9]]);
+    if version != DELETED_VERSION {
+        return Err(format!("unknown version {version}"));
+    }
+    let records: Vec<&[u8]> = b[DELETED_HEADER..].chunks(DELETED_RECORD).collect();
+    for (i, r) in records.iter().enumerate() {
+        let last = i + 1 == records.len();
+        let ok = r.len() == DELETED_RECORD
+            && r[12..16] == [0u8; 4]
+            && u32::from_le_bytes(r[8..12].try_into().expect("4")) == crc32c::crc32c(&r[0..8]);
+        if !ok {
+            if last {
+                break; // a torn last append
+            }
+            return Err(format!("record {i} is corrupt"));
+        }
+        ids.insert(u64::from_le_bytes(r[0..8].try_into().expect("8")));
+    }
+    Ok(ids)
 }
 
 /// The ledgers a shard adopts: the taken-over ledgers it owns that its own storage has not
@@ -436,15 +696,53 @@ mod tests {
     use super::*;
 
     #[test]
+    fn deleted_ledgers_survive_torn_appends_and_refuse_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(DELETED_FILE);
+        let mut log = DeletedLog::open(&p).unwrap();
+        assert!(log.ids.is_empty());
+        log.append(&[5, 9]).unwrap();
+        log.append(&[12]).unwrap();
+        assert_eq!(
+            DeletedLog::open(&p).unwrap().ids,
+            BTreeSet::from([5, 9, 12])
+        );
+        // A crash in the middle of an append: the cut record is not a deletion, and the next
+        // append starts where it started.
+        let full = fs::read(&p).unwrap();
+        fs::write(&p, &full[..full.len() - 5]).unwrap();
+        let mut log = DeletedLog::open(&p).unwrap();
+        assert_eq!(log.ids, BTreeSet::from([5, 9]));
+        log.append(&[20]).unwrap();
+        assert_eq!(
+            DeletedLog::open(&p).unwrap().ids,
+            BTreeSet::from([5, 9, 20])
+        );
+        // A damaged record before the last one is refused, naming the file.
+        let mut bad = fs::read(&p).unwrap();
+        bad[DELETED_HEADER + 2] ^= 1;
+        fs::write(&p, &bad).unwrap();
+        assert!(DeletedLog::open(&p).err().unwrap().contains(DELETED_FILE));
+    }
+
+    #[test]
     fn state_round_trips_and_damage_is_refused() {
         let marks = vec![
-            LastMark {
-                file_id: 0x18c_5f2a_3b4c,
-                offset: 4096,
+            JournalState {
+                end: LastMark {
+                    file_id: 0x18c_5f2a_3b4c,
+                    offset: 4096,
+                },
+                java_mark: LastMark {
+                    file_id: 0x18c_5f2a_3b4c,
+                    offset: 512,
+                },
+                java_last_file: 0x18c_5f2a_3b4c,
             },
-            LastMark {
-                file_id: 7,
-                offset: 0,
+            JournalState {
+                end: LastMark::default(),
+                java_mark: LastMark::default(),
+                java_last_file: 0,
             },
         ];
         let b = encode_state(&marks);

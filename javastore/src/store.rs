@@ -1,0 +1,136 @@
+//! One interface over the two kinds of Java ledger storage a takeover reads: which ledgers
+//! exist, each one's state, where an entry is and its body. Cloning shares the listing (and
+//! DbLedgerStorage's open databases); each clone opens its own entry logs, so each reader
+//! thread keeps one.
+
+use bytes::Bytes;
+
+use crate::db::DbStore;
+use crate::sorted::{LedgerState, SortedStore};
+use crate::{JavaDirs, JavaError, Location, StorageKind};
+
+#[derive(Clone)]
+pub enum JavaStore {
+    Sorted(SortedStore),
+    Db(DbStore),
+}
+
+impl JavaStore {
+    /// Opens the kind of storage the directories hold (`NoIndex`: a bookie that never
+    /// checkpointed; only its journal holds data).
+    pub fn open(dirs: JavaDirs, kind: StorageKind) -> Result<JavaStore, JavaError> {
+        match kind {
+            StorageKind::Db => DbStore::open(dirs).map(JavaStore::Db),
+            StorageKind::Sorted | StorageKind::NoIndex => {
+                SortedStore::open(dirs).map(JavaStore::Sorted)
+            }
+        }
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            JavaStore::Sorted(_) => "Interleaved/SortedLedgerStorage",
+            JavaStore::Db(_) => "DbLedgerStorage",
+        }
+    }
+
+    pub fn dirs(&self) -> &JavaDirs {
+        match self {
+            JavaStore::Sorted(s) => &s.dirs,
+            JavaStore::Db(s) => &s.dirs,
+        }
+    }
+
+    pub fn ledgers(&self) -> Vec<u64> {
+        match self {
+            JavaStore::Sorted(s) => s.ledgers().collect(),
+            JavaStore::Db(s) => s.ledgers().collect(),
+        }
+    }
+
+    pub fn has_ledger(&self, ledger: u64) -> bool {
+        match self {
+            JavaStore::Sorted(s) => s.has_ledger(ledger),
+            JavaStore::Db(s) => s.has_ledger(ledger),
+        }
+    }
+
+    pub fn state(&self, ledger: u64) -> Result<Option<LedgerState>, JavaError> {
+        match self {
+            JavaStore::Sorted(s) => s.state(ledger),
+            JavaStore::Db(s) => s.state(ledger),
+        }
+    }
+
+    pub fn location(&self, ledger: u64, entry: u64) -> Result<Option<Location>, JavaError> {
+        match self {
+            JavaStore::Sorted(s) => match s.index_file(ledger)? {
+                Some(f) => f.location(entry),
+                None => Ok(None),
+            },
+            JavaStore::Db(s) => s.location(ledger, entry),
+        }
+    }
+
+    /// Every (entry id, location) of the ledger, in entry order.
+    pub fn entries(&self, ledger: u64) -> Result<Vec<(u64, Location)>, JavaError> {
+        match self {
+            JavaStore::Sorted(s) => match s.index_file(ledger)? {
+                Some(f) => f.entries(),
+                None => Ok(Vec::new()),
+            },
+            JavaStore::Db(s) => s.entries(ledger),
+        }
+    }
+
+    pub fn read_at(&mut self, loc: Location, ledger: u64, entry: u64) -> Result<Bytes, JavaError> {
+        match self {
+            JavaStore::Sorted(s) => s.read_at(loc, ledger, entry),
+            JavaStore::Db(s) => s.read_at(loc, ledger, entry),
+        }
+    }
+
+    pub fn read(&mut self, ledger: u64, entry: u64) -> Result<Option<Bytes>, JavaError> {
+        match self {
+            JavaStore::Sorted(s) => s.read(ledger, entry),
+            JavaStore::Db(s) => s.read(ledger, entry),
+        }
+    }
+
+    /// Consecutive entries from `entry`, up to `max` (stops at the first absent one; a bad
+    /// entry after the first ends the run, the first's error is returned).
+    pub fn run(&mut self, ledger: u64, entry: u64, max: usize) -> Result<Vec<Bytes>, JavaError> {
+        let mut out = Vec::new();
+        for e in entry..entry + max.max(1) as u64 {
+            let loc = match self.location(ledger, e) {
+                Ok(Some(loc)) => loc,
+                Ok(None) => break,
+                Err(_) if !out.is_empty() => break,
+                Err(err) => return Err(err),
+            };
+            match self.read_at(loc, ledger, e) {
+                Ok(body) => out.push(body),
+                Err(_) if !out.is_empty() => break,
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The file a ledger's state lives in, for Interleaved/Sorted (its index file, which
+    /// garbage collection removes with the ledger); DbLedgerStorage keeps it in RocksDB, which
+    /// a takeover never writes.
+    pub fn index_path(&self, ledger: u64) -> Option<std::path::PathBuf> {
+        match self {
+            JavaStore::Sorted(s) => s.index_path(ledger).cloned(),
+            JavaStore::Db(_) => None,
+        }
+    }
+
+    pub fn entry_log_count(&self) -> usize {
+        match self {
+            JavaStore::Sorted(s) => s.entry_logs().len(),
+            JavaStore::Db(s) => s.entry_log_count(),
+        }
+    }
+}
