@@ -41,7 +41,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * restarted on them still serves every acknowledged entry and answers the fenced ledger's writer
  * with -101 (so the refusal protected real data).
  */
-@Tag("smoke")
+@Tag("takeover")
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class X06JavaDirectoriesRefusedTest {
     static final long SEED = 29;

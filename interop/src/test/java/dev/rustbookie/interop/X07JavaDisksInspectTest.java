@@ -40,7 +40,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * the recovered ledger is fenced, master keys are the ones the client derives from the password,
  * the explicit LAC the writer sent is there; and the Java files are left unchanged.
  */
-@Tag("smoke")
+@Tag("takeover")
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class X07JavaDisksInspectTest {
     static final long SEED = 32;

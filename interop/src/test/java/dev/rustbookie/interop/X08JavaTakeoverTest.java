@@ -42,7 +42,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * the deleted ledger is dropped by our garbage collection and stays gone after a restart of ours,
  * which serves everything else again; and not one of Java's files was changed.
  */
-@Tag("smoke")
+@Tag("takeover")
 @Timeout(value = 400, unit = TimeUnit.SECONDS)
 class X08JavaTakeoverTest {
     static final long SEED = 33;
