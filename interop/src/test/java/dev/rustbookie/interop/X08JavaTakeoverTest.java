@@ -109,7 +109,7 @@ class X08JavaTakeoverTest {
             Path ledgers = j.dir.resolve("ledgers");
             Map<String, String> javaFiles = javaFiles(j.dir, journal, ledgers);
 
-            Process ours = startOurs(c, j, "ours-on-java-1");
+            Process ours = OursOnJava.start(c, j, "ours-on-java-1");
             try {
                 BookieId id = j.bookieId();
                 Raw raw = c.raw(false);
@@ -167,7 +167,7 @@ class X08JavaTakeoverTest {
                 // stays gone, everything else is served as before.
                 Procs.stop(ours, 30_000);
                 Procs.forget(ours);
-                ours = startOurs(c, j, "ours-on-java-2");
+                ours = OursOnJava.start(c, j, "ours-on-java-2");
                 for (long[] x : expect) {
                     verifyRaw(raw, id, x[0], 0, x[0] == live.getId() ? end : x[1]);
                 }
@@ -232,33 +232,6 @@ class X08JavaTakeoverTest {
             assertArrayEquals(want, Arrays.copyOfRange(r.data(), 36, r.data().length),
                     "payload of entry " + e + " of ledger " + ledger);
         }
-    }
-
-    /** Our bookie on the Java bookie's own configuration file; waits until it is registered. */
-    private static Process startOurs(Cluster c, JavaBookie j, String name) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(Settings.bookieBin().toString(), "serve", "--conf",
-                j.confFile().toString()));
-        cmd.addAll(Settings.bookieArgs());
-        Path log = c.runDir.resolve("logs").resolve(name + ".log");
-        Process p = Procs.start(new ProcessBuilder(cmd).directory(j.dir.toFile()), log,
-                c.runDir.resolve("pids").resolve(name + ".pid"));
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-        while (System.nanoTime() < deadline) {
-            assertTrue(p.isAlive(), "our bookie exited on the Java directories:\n" + Files.readString(log));
-            boolean ready;
-            try {
-                ready = j.http("GET", "/api/v1/bookie/is_ready", null).statusCode() == 200
-                        && c.isRegistered(j.id());
-            } catch (Exception e) {
-                ready = false;
-            }
-            if (ready) {
-                Cluster.log(name + " serving on " + j.id());
-                return p;
-            }
-            Thread.sleep(200);
-        }
-        throw new AssertionError("our bookie did not register on the Java directories:\n" + Files.readString(log));
     }
 
     /** Path below `base` -> sha256 of every file in the Java bookie's `current/` directories. */
