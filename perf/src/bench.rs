@@ -173,6 +173,11 @@ pub struct ReadSideArgs {
     /// Payload bytes of the preloaded entries.
     #[arg(long, default_value_t = 1024)]
     pub preload_size: usize,
+    /// The ledgers already hold --preload entries each (written by an earlier run with the
+    /// same --first-ledger-id, --ledgers and --threads, e.g. into a bookie since stopped, or a
+    /// Java bookie whose disks ours took over): read them without writing anything.
+    #[arg(long, requires = "first_ledger_id")]
+    pub preloaded: bool,
     /// Long-poll timeout of tailing reads, ms.
     #[arg(long, default_value_t = 1000)]
     pub poll_timeout_ms: i64,
@@ -190,11 +195,11 @@ pub struct ReadSideArgs {
     /// flushes every `flushInterval`, 60 s by default) and at most for one that can.
     #[arg(long, default_value = "65s")]
     pub cold_wait: String,
-    /// With --cold: then drop the machine's clean page cache (sync, then 1 to
-    /// /proc/sys/vm/drop_caches; needs root), so that a bookie reading through the page cache
-    /// (a Java bookie's entry logs) reads the disk as it would for a backlog older than the
-    /// cache. Ours reads with O_DIRECT either way.
-    #[arg(long, requires = "cold")]
+    /// With --cold or --preloaded: before the clock starts, drop the machine's clean page
+    /// cache (sync, then 1 to /proc/sys/vm/drop_caches; needs root), so that a bookie reading
+    /// through the page cache (a Java bookie's entry logs) reads the disk as it would for a
+    /// backlog older than the cache. Ours reads its own files with O_DIRECT either way.
+    #[arg(long)]
     pub drop_page_cache: bool,
 }
 
@@ -372,6 +377,7 @@ impl Plan {
             write: write_cfg,
             read: read_cfg,
             preload_entries: preload,
+            preloaded: read.is_some_and(|r| r.preloaded),
             digest,
             preload_size: read.map_or(1024, |r| r.preload_size),
             warmup: parse_duration(&common.warmup)?,
@@ -389,6 +395,9 @@ impl Plan {
             Some(r) if r.cold => Some(parse_duration(&r.cold_wait)?),
             _ => None,
         };
+        if read.is_some_and(|r| r.drop_page_cache && !r.cold && !r.preloaded) {
+            return Err("--drop-page-cache needs --cold or --preloaded".into());
+        }
         Ok(Plan {
             kind,
             cold,
@@ -521,6 +530,15 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
                     }
                 }
                 read_mode = Some(mode);
+            } else if drop_page_cache {
+                // --preloaded: entries written before this run, read from disk.
+                read_mode = Some(match crate::cold::drop_page_cache() {
+                    Ok(()) => "preloaded earlier; page cache dropped (sync, vm.drop_caches=1)".into(),
+                    Err(e) => {
+                        drop_failed = Some(e);
+                        "preloaded earlier".into()
+                    }
+                });
             }
         },
         &mut || {

@@ -138,6 +138,9 @@ pub struct EngineConfig {
     pub read: Option<ReadConfig>,
     /// Entries written to every ledger (closed loop, unrecorded) before the run, for readers.
     pub preload_entries: u64,
+    /// The ledgers already hold `preload_entries` each (an earlier run wrote them): nothing is
+    /// written.
+    pub preloaded: bool,
     /// Digest of preloaded entries and of entries checked by readers.
     pub digest: DigestType,
     /// Payload size of preloaded entries.
