@@ -226,6 +226,14 @@ impl DbStore {
             .collect()
     }
 
+    /// Every entry log's id and path, over the directories.
+    pub fn entry_log_paths(&self) -> Vec<(u64, PathBuf)> {
+        self.parts
+            .iter()
+            .flat_map(|p| p.logs.iter().map(|(k, v)| (*k, v.clone())))
+            .collect()
+    }
+
     /// Every entry log, by directory.
     pub fn entry_log_count(&self) -> usize {
         self.parts.iter().map(|p| p.logs.len()).sum()

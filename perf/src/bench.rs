@@ -533,7 +533,9 @@ pub fn execute(plan: &mut Plan, shared: Option<&BookieChild>) -> Result<Outcome,
             } else if drop_page_cache {
                 // --preloaded: entries written before this run, read from disk.
                 read_mode = Some(match crate::cold::drop_page_cache() {
-                    Ok(()) => "preloaded earlier; page cache dropped (sync, vm.drop_caches=1)".into(),
+                    Ok(()) => {
+                        "preloaded earlier; page cache dropped (sync, vm.drop_caches=1)".into()
+                    }
                     Err(e) => {
                         drop_failed = Some(e);
                         "preloaded earlier".into()

@@ -173,6 +173,12 @@ pub fn start(
             ));
         }
     }
+    // Every entry log's header, now: an unknown version or a damaged header stops the start
+    // naming the file, instead of failing the reads of its entries later.
+    let logs = store
+        .check_entry_logs()
+        .map_err(|e| format!("takeover: {e}"))?;
+    log::debug!("takeover: {logs} Java entry log headers checked");
     let state_path = config.ledger_dirs[0].join(STATE_FILE);
     // What the Java journals look like now: their marks and newest files.
     let java_now: Vec<(LastMark, u64)> = (0..dirs.journal_dirs.len())

@@ -31,10 +31,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * X07 (issue 32, first step): `bookie inspect java --conf` reads what a stopped Java bookie
- * (SortedLedgerStorage, the 4.18.2 server in the harness) left on its disks, with our own
- * readers of Java's formats (crate javastore): index files, entry logs, the journal after the
- * last mark. Stopped cleanly (SIGTERM: a final checkpoint puts the entries in the index and entry
+ * X07 (issue 32): `bookie inspect java --conf` reads what a stopped Java bookie
+ * (SortedLedgerStorage or DbLedgerStorage) left on its disks, with our own readers of Java's
+ * formats (crate javastore): index files or RocksDB (read-only), entry logs, the journal after
+ * the last mark. Stopped cleanly (SIGTERM: a final checkpoint puts the entries in the index and entry
  * logs) and SIGKILLed in the middle of adds (the newest entries only in the journal). Every
  * acknowledged entry of every ledger is found, byte for byte (ledger id, entry id, payload);
  * the recovered ledger is fenced, master keys are the ones the client derives from the password,
@@ -48,12 +48,19 @@ class X07JavaDisksInspectTest {
     static final int N = 150;
     static final ObjectMapper JSON = new ObjectMapper();
 
-    @ParameterizedTest(name = "javaDisksInspect[{0}]")
-    @CsvSource({"SIGTERM", "SIGKILL"})
-    void javaDisksInspect(String stop) throws Exception {
-        try (Cluster c = new Cluster("x07-" + stop.toLowerCase())) {
+    @ParameterizedTest(name = "javaDisksInspect[{0}/{1}]")
+    @CsvSource({
+        "SortedLedgerStorage, SIGTERM",
+        "SortedLedgerStorage, SIGKILL",
+        "DbLedgerStorage, SIGTERM",
+        "DbLedgerStorage, SIGKILL"
+    })
+    void javaDisksInspect(String storage, String stop) throws Exception {
+        try (Cluster c = new Cluster("x07-" + storage.toLowerCase() + "-" + stop.toLowerCase())) {
             JavaBookie j = c.addJava();
-            j.extraConf.put("ledgerStorageClass", "org.apache.bookkeeper.bookie.SortedLedgerStorage");
+            if (storage.equals("SortedLedgerStorage")) {
+                j.extraConf.put("ledgerStorageClass", "org.apache.bookkeeper.bookie.SortedLedgerStorage");
+            }
             c.startAll();
             ClientConfiguration cc = c.clientConf(false);
             cc.setExplictLacInterval(100); // sic: Java's spelling
@@ -97,7 +104,8 @@ class X07JavaDisksInspectTest {
             // A bookie killed before its first checkpoint has written no index file yet: then
             // everything is in the journal.
             String kind = all.get("storage").asText();
-            assertTrue(kind.equals("Sorted") || (stop.equals("SIGKILL") && kind.equals("NoIndex")), kind);
+            String want = storage.equals("SortedLedgerStorage") ? "Sorted" : "Db";
+            assertTrue(kind.equals(want) || (stop.equals("SIGKILL") && kind.equals("NoIndex")), kind);
             Map<Long, JsonNode> byLedger = new HashMap<>();
             for (JsonNode l : all.get("ledgers")) {
                 byLedger.put(l.get("ledger").asLong(), l);
