@@ -104,8 +104,8 @@ class X07JavaDisksInspectTest {
             // A bookie killed before its first checkpoint has written no index file yet: then
             // everything is in the journal.
             String kind = all.get("storage").asText();
-            String want = storage.equals("SortedLedgerStorage") ? "Sorted" : "Db";
-            assertTrue(kind.equals(want) || (stop.equals("SIGKILL") && kind.equals("NoIndex")), kind);
+            String wantKind = storage.equals("SortedLedgerStorage") ? "Sorted" : "Db";
+            assertTrue(kind.equals(wantKind) || (stop.equals("SIGKILL") && kind.equals("NoIndex")), kind);
             Map<Long, JsonNode> byLedger = new HashMap<>();
             for (JsonNode l : all.get("ledgers")) {
                 byLedger.put(l.get("ledger").asLong(), l);
