@@ -40,6 +40,25 @@ use crate::admin::readonly::BookieState;
 
 /// Microseconds since the process's metrics epoch: a clock all shards share.
 #[inline]
+/// Milliseconds since the Unix epoch, derived from [`now_us`] (one clock read, not two): the
+/// wall clock at the first call plus the monotonic time since.
+pub fn now_ms() -> i64 {
+    ms_at(now_us())
+}
+
+/// The wall-clock milliseconds of a [`now_us`] reading.
+pub fn ms_at(us: u64) -> i64 {
+    static BASE_MS: OnceLock<i64> = OnceLock::new();
+    let base = *BASE_MS.get_or_init(|| {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        wall - (now_us() / 1000) as i64
+    });
+    base + (us / 1000) as i64
+}
+
 pub fn now_us() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     EPOCH.get_or_init(Instant::now).elapsed().as_micros() as u64
@@ -332,10 +351,12 @@ impl ShardMetrics {
         }
     }
 
-    /// A request of kind `op` that started at `since_us` was answered.
+    /// A request of kind `op` that started at `since_us` was answered. Returns the time it
+    /// read (the caller's "now", one clock read fewer).
     #[inline]
-    pub fn finished(&self, op: Op, since_us: u64, success: bool, rejected: bool) {
-        let us = now_us().saturating_sub(since_us);
+    pub fn finished(&self, op: Op, since_us: u64, success: bool, rejected: bool) -> u64 {
+        let now = now_us();
+        let us = now.saturating_sub(since_us);
         let ok = success as usize;
         if op != Op::Other {
             self.requests[op as usize][ok].record(us);
@@ -349,11 +370,15 @@ impl ShardMetrics {
                 self.rejected[i].fetch_add(1, Ordering::Relaxed);
             }
         }
+        now
     }
 
+    /// Records a stage that started at `since_us` and ends now; returns now.
     #[inline]
-    pub fn stage(&self, stage: Stage, since_us: u64) {
-        self.stages[stage as usize].record(now_us().saturating_sub(since_us));
+    pub fn stage(&self, stage: Stage, since_us: u64) -> u64 {
+        let now = now_us();
+        self.stages[stage as usize].record(now.saturating_sub(since_us));
+        now
     }
 
     /// Records a stage that lasted from `from_us` to `to_us` (0 if the clock went backwards).

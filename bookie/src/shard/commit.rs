@@ -52,6 +52,7 @@ impl Shard {
         let mut header = [0u8; HEADER_MAX];
         let (n, rest) = record.encode(&mut header);
         let now = self.now_us();
+        self.appended_at_us = now;
         match self.journal.append_parts(&[&header[..n], rest], now) {
             Ok(lsn) => Ok(lsn),
             Err(AppendError::Backpressure) => Err(StatusCode::ETOOMANYREQUESTS),

@@ -19,10 +19,11 @@ impl Shard {
     }
 
     /// Records an answered request (latency by kind and outcome, bytes read).
-    pub(super) fn record(&self, op: Op, since: u64, reply: &Response) {
+    /// Counts a reply to a request that started at `since`; returns now (the time it read).
+    pub(super) fn record(&self, op: Op, since: u64, reply: &Response) -> u64 {
         let status = reply.status();
         let m = self.m();
-        m.finished(
+        let now = m.finished(
             op,
             since,
             status == StatusCode::EOK,
@@ -35,6 +36,7 @@ impl Shard {
             m.read_bytes
                 .fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
         }
+        now
     }
 
     /// Gauges and journal counters for the metrics (plain stores, no lock).

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use journal::{AppendError, Journal, Lsn};
 use net::{
@@ -37,7 +37,7 @@ use net::{
 use storage::{DriverKind, RealStorage, Storage};
 use tokio::sync::mpsc;
 
-use crate::admin::metrics::{now_us, Metrics, Op, ShardMetrics, Stage};
+use crate::admin::metrics::{ms_at, now_ms, now_us, Metrics, Op, ShardMetrics, Stage};
 use crate::admin::readonly::BookieState;
 use crate::config::BookieConfig;
 use crate::conn::{Conn, ConnShared, RequestSink};
@@ -171,6 +171,9 @@ pub struct ShardStats {
 pub struct Shard {
     pub id: usize,
     shards: usize,
+    /// The clock reading of the last journal append (`commit::append`), reused as the
+    /// pending reply's start rather than read again.
+    appended_at_us: u64,
     peers: Arc<Vec<ShardHandle>>,
     table: LedgerTable,
     journal: Journal<RealStorage>,
@@ -220,13 +223,6 @@ pub struct Shard {
     /// The connection state of read-ahead runs, which reply to nobody.
     no_conn: Arc<ConnShared>,
     pub stats: ShardStats,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl Shard {
@@ -331,6 +327,7 @@ impl Shard {
         let shard = Shard {
             id,
             shards: peers.len(),
+            appended_at_us: 0,
             peers,
             table,
             journal,
@@ -467,7 +464,9 @@ impl Shard {
             return;
         }
         let v3 = !frame.header.is_v2();
-        let now = now_ms();
+        // One clock read for the LAC's wall-clock time and the write cache's stage.
+        let handled_at = now_us();
+        let now = ms_at(handled_at);
         let decision = match &frame.request {
             Request::AddEntry {
                 ledger_id,
@@ -483,7 +482,7 @@ impl Shard {
                     self.m()
                         .write_bytes
                         .fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                    let started = now_us();
+                    let started = handled_at;
                     slowdown::add();
                     let d = self.table.add(
                         *ledger_id,
@@ -612,7 +611,8 @@ impl Shard {
                 }
                 match last {
                     Some(lsn) => self.pending.push_back(Pending {
-                        at: now_us(),
+                        // The time `append` read, a few instructions ago.
+                        at: self.appended_at_us,
                         lsn,
                         to,
                         reply,
@@ -654,8 +654,8 @@ impl Shard {
                 op,
                 since,
             } => {
-                self.record(op, since, &reply);
-                let ready_at = if op == Op::AddEntry { now_us() } else { 0 };
+                let now = self.record(op, since, &reply);
+                let ready_at = if op == Op::AddEntry { now } else { 0 };
                 conn.send_timed(
                     ResponseFrame {
                         header,
@@ -672,12 +672,12 @@ impl Shard {
                 since,
                 ..
             } => {
-                self.record(op, since, &reply);
+                let now = self.record(op, since, &reply);
                 let frame = ResponseFrame {
                     header,
                     response: reply,
                 };
-                let ready_at = if op == Op::AddEntry { now_us() } else { 0 };
+                let ready_at = if op == Op::AddEntry { now } else { 0 };
                 // The origin shard only stops at process exit.
                 let _ = self.peers[origin].replies.send(RemoteReply {
                     conn_id,
