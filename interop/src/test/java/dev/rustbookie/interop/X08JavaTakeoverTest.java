@@ -49,16 +49,25 @@ class X08JavaTakeoverTest {
     static final LongToIntFunction SIZE = e -> e % 40 == 7 ? (1 << 20) : Payloads.size(SEED, 1, e, 1, 9000);
     static final int N = 120;
 
-    @ParameterizedTest(name = "javaTakeover[{0}/{1}]")
+    @ParameterizedTest(name = "javaTakeover[{0}/{1}/{2}dirs]")
     @CsvSource({
-        "SortedLedgerStorage, SIGTERM",
-        "SortedLedgerStorage, SIGKILL",
-        "DbLedgerStorage, SIGTERM",
-        "DbLedgerStorage, SIGKILL"
+        "SortedLedgerStorage, SIGTERM, 1",
+        "SortedLedgerStorage, SIGKILL, 1",
+        "DbLedgerStorage, SIGTERM, 1",
+        "DbLedgerStorage, SIGKILL, 1",
+        "SortedLedgerStorage, SIGKILL, 2",
+        "DbLedgerStorage, SIGKILL, 2"
     })
-    void javaTakeover(String storage, String stop) throws Exception {
-        try (Cluster c = new Cluster("x08-" + storage.toLowerCase() + "-" + stop.toLowerCase())) {
+    void javaTakeover(String storage, String stop, int dirs) throws Exception {
+        String tag = storage.toLowerCase() + "-" + stop.toLowerCase() + (dirs > 1 ? "-" + dirs + "dirs" : "");
+        try (Cluster c = new Cluster("x08-" + tag)) {
             JavaBookie j = c.addJava();
+            if (dirs > 1) {
+                // Two journals (each ledger in journal L mod 2, lastMark.0 and lastMark.1) and two
+                // ledger directories (DbLedgerStorage: one RocksDB pair and entry log set each).
+                j.extraConf.put("journalDirectories", j.dir.resolve("journal-a") + "," + j.dir.resolve("journal-b"));
+                j.extraConf.put("ledgerDirectories", j.dir.resolve("ledgers-a") + "," + j.dir.resolve("ledgers-b"));
+            }
             if (storage.equals("SortedLedgerStorage")) {
                 j.extraConf.put("ledgerStorageClass", "org.apache.bookkeeper.bookie.SortedLedgerStorage");
                 j.extraConf.put("skipListSizeLimit", "1048576");
@@ -105,9 +114,7 @@ class X08JavaTakeoverTest {
             }
             long acked = acks.maxAcked();
             Cluster.log(stop + ": Java bookie stopped, live ledger acked through " + acked);
-            Path journal = j.dir.resolve("journal");
-            Path ledgers = j.dir.resolve("ledgers");
-            Map<String, String> javaFiles = javaFiles(j.dir, journal, ledgers);
+            Map<String, String> javaFiles = javaFiles(j.dir);
 
             Process ours = OursOnJava.start(c, j, "ours-on-java-1");
             try {
@@ -182,7 +189,7 @@ class X08JavaTakeoverTest {
 
                 // Java's files: as Java left them (RocksDB's info logs aside, which a read-only
                 // open of 7.x may still write).
-                Map<String, String> after = javaFiles(j.dir, journal, ledgers);
+                Map<String, String> after = javaFiles(j.dir);
                 assertEquals(javaFiles, after, "Java's files after the takeover");
                 String log = Files.readString(c.runDir.resolve("logs").resolve("ours-on-java-1.log"));
                 assertTrue(log.contains("takeover:"), log);
@@ -235,15 +242,17 @@ class X08JavaTakeoverTest {
     }
 
     /** Path below `base` -> sha256 of every file in the Java bookie's `current/` directories. */
-    private static Map<String, String> javaFiles(Path base, Path... dirs) throws Exception {
+    private static Map<String, String> javaFiles(Path base) throws Exception {
         Map<String, String> out = new java.util.TreeMap<>();
-        for (Path d : dirs) {
-            try (java.util.stream.Stream<Path> files = Files.walk(d.resolve("current"))) {
-                for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
-                    out.put(base.relativize(f).toString(), Payloads.sha256(Files.readAllBytes(f)));
+        try (java.util.stream.Stream<Path> files = Files.walk(base)) {
+            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
+                String rel = base.relativize(f).toString();
+                if (rel.contains("/current/")) {
+                    out.put(rel, Payloads.sha256(Files.readAllBytes(f)));
                 }
             }
         }
+        assertTrue(out.keySet().stream().anyMatch(k -> k.endsWith(".txn")), "Java journal files: " + out.keySet());
         return out;
     }
 
