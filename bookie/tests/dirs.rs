@@ -216,9 +216,11 @@ fn default_shards_on_pinned_threads_own_their_directories() {
     }
 }
 
-/// A Java bookie's directories (issue 29): `serve` and `--print-config` refuse them, exit 1,
-/// name what they found, and change nothing; `inspect` refuses Java's `current/`. The layout is
-/// written by hand here; interop's X06 makes it with a real Java bookie.
+/// A Java bookie's directories that cannot be taken over (issues 29, 32): a configuration
+/// naming another storage class than they hold, or a file no Java bookie writes beside them;
+/// `serve` and `--print-config` refuse them, exit 1, name what they found, and change nothing;
+/// `inspect` refuses Java's `current/`. The layout is written by hand here; interop's X06 makes
+/// it with a real Java bookie.
 #[test]
 fn a_java_bookies_directories_are_refused_and_left_untouched() {
     let dir = common::tempdir("bookie-java-dirs-");
@@ -262,16 +264,15 @@ fn a_java_bookies_directories_are_refused_and_left_untouched() {
         "httpServerEnabled=false\n",
     );
     let builder = BookieBuilder::serve_conf(&conf, port).args(["--no-pin"]);
+    // The configuration names SortedLedgerStorage (Java's default) while the directories hold
+    // DbLedgerStorage's RocksDB: no takeover guesses at which one the Java bookie ran.
     for extra in [&[][..], &["--print-config"][..]] {
         let out = output_within(builder.command().args(extra), Duration::from_secs(30));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
         assert!(err.contains("refusing to start"), "{err}");
-        assert!(
-            err.contains(&format!("{} (ledger directory)", ledgers.display())),
-            "{err}"
-        );
-        assert!(err.contains("1 Java journal file(s)"), "{err}");
+        assert!(err.contains("ledgerStorageClass is SortedLedgerStorage"), "{err}");
+        assert!(err.contains(&ledgers.display().to_string()), "{err}");
         assert!(err.contains("RocksDB"), "{err}");
         if extra.is_empty() {
             assert!(!common::bookie::accepts(port), "it must not listen");
@@ -280,6 +281,34 @@ fn a_java_bookies_directories_are_refused_and_left_untouched() {
             assert!(printed.contains(&format!("bookiePort={port}")), "{printed}");
         }
     }
+    // With the right class, a file no Java bookie writes beside them still stops the start,
+    // naming the directory and what it holds.
+    let stray = ledgers.join("current/notes.txt");
+    std::fs::write(&stray, b"an operator's notes").unwrap();
+    let conf = write_conf(
+        dir.path(),
+        port,
+        std::slice::from_ref(&journal),
+        std::slice::from_ref(&ledgers),
+        "httpServerEnabled=false\n\
+         ledgerStorageClass=org.apache.bookkeeper.bookie.storage.ldb.DbLedgerStorage\n",
+    );
+    let out = output_within(
+        &mut BookieBuilder::serve_conf(&conf, port)
+            .args(["--no-pin"])
+            .command(),
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("{} (ledger directory)", ledgers.display())),
+        "{err}"
+    );
+    assert!(err.contains("notes.txt"), "{err}");
+    assert!(err.contains("1 Java journal file(s)"), "{err}");
+    assert!(!common::bookie::accepts(port), "it must not listen");
+    std::fs::remove_file(&stray).unwrap();
     let out = output_within(
         std::process::Command::new(env!("CARGO_BIN_EXE_bookie"))
             .args(["inspect", "entrylog"])

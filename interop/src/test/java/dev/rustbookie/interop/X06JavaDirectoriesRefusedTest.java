@@ -60,40 +60,13 @@ class X06JavaDirectoriesRefusedTest {
                 j.extraConf.put("ledgerStorageClass", "org.apache.bookkeeper.bookie.SortedLedgerStorage");
             }
             c.startAll();
-            BookKeeper writer = c.client(false);
-            LedgerHandle closed = create(writer);
-            Ops.addSync(closed, SEED, 0, N, SIZE, null);
-            closed.close();
-            LedgerHandle zombie = create(writer);
-            Ops.addSync(zombie, SEED, 0, N, SIZE, null);
-            c.client(false).openLedger(zombie.getId(), DigestType.CRC32C, Ops.PASSWORD).close();
-            LedgerHandle deleted = create(writer);
-            Ops.addSync(deleted, SEED, 0, N, SIZE, null);
-            deleted.close();
-            writer.deleteLedger(deleted.getId());
-            LedgerHandle live = create(writer);
-            Ops.AckLog acks = new Ops.AckLog(live.getId());
-            Ops.addSync(live, SEED, 0, N, SIZE, acks);
-            if (stop.equals("SIGKILL")) {
-                // adds in flight: the kill lands in the middle of them
-                for (long e = N; e < 20 * N; e++) {
-                    byte[] p = Payloads.payload(SEED, live.getId(), e, SIZE.applyAsInt(e));
-                    live.asyncAddEntry(p, (rc, h, eid, ctx) -> {
-                        if (rc == 0) {
-                            acks.ack(eid, p);
-                        }
-                    }, null);
-                }
-                while (acks.acked.size() < 3 * N) {
-                    Thread.sleep(1);
-                }
-                j.kill();
-            } else {
-                j.stop();
-            }
-            long acked = acks.maxAcked();
-            acks.save(c);
-            Cluster.log(storage + " " + stop + ": Java bookie stopped, live ledger acked through " + acked);
+            JavaLedgers w = new JavaLedgers(c, SEED, N, SIZE);
+            w.stop(j, stop);
+            w.acks.save(c);
+            LedgerHandle closed = w.closed;
+            LedgerHandle zombie = w.zombie;
+            LedgerHandle live = w.live;
+            long acked = w.acked;
 
             Path journal = j.dir.resolve("journal");
             Path ledgers = j.dir.resolve("ledgers");
@@ -147,10 +120,6 @@ class X06JavaDirectoriesRefusedTest {
             assertEquals(BKException.Code.LedgerFencedException, fenced.getCode(), "zombie writer after restart");
             c.assertHealthy();
         }
-    }
-
-    private static LedgerHandle create(BookKeeper bk) throws Exception {
-        return bk.createLedger(1, 1, 1, DigestType.CRC32C, Ops.PASSWORD);
     }
 
     /** Relative path -> sha256 of every regular file below the roots. */

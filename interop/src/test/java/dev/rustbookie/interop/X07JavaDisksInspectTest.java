@@ -23,7 +23,6 @@ import java.util.function.LongToIntFunction;
 import org.apache.bookkeeper.client.BookKeeper;
 import org.apache.bookkeeper.client.BookKeeper.DigestType;
 import org.apache.bookkeeper.client.LedgerHandle;
-import org.apache.bookkeeper.conf.ClientConfiguration;
 import org.apache.bookkeeper.proto.checksum.MacDigestManager;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Timeout;
@@ -61,41 +60,16 @@ class X07JavaDisksInspectTest {
             if (storage.equals("SortedLedgerStorage")) {
                 j.extraConf.put("ledgerStorageClass", "org.apache.bookkeeper.bookie.SortedLedgerStorage");
             }
+            // Checkpoints every second (SIGKILL: older entries on disk, the newest in the journal)
+            j.extraConf.put("flushInterval", "1000");
             c.startAll();
-            ClientConfiguration cc = c.clientConf(false);
-            cc.setExplictLacInterval(100); // sic: Java's spelling
-            BookKeeper writer = c.client(cc);
-            LedgerHandle closed = create(writer);
-            Ops.addSync(closed, SEED, 0, N, SIZE, null);
-            closed.close();
-            LedgerHandle zombie = create(writer);
-            Ops.addSync(zombie, SEED, 0, N, SIZE, null);
-            c.client(false).openLedger(zombie.getId(), DigestType.CRC32C, Ops.PASSWORD).close();
-            // The explicit LAC: entries, then a pause longer than the interval with no adds.
-            LedgerHandle lac = create(writer);
-            Ops.addSync(lac, SEED, 0, 20, SIZE, null);
-            Thread.sleep(1000);
-            LedgerHandle live = create(writer);
-            Ops.AckLog acks = new Ops.AckLog(live.getId());
-            Ops.addSync(live, SEED, 0, N, SIZE, acks);
-            if (stop.equals("SIGKILL")) {
-                for (long e = N; e < 20 * N; e++) {
-                    byte[] p = Payloads.payload(SEED, live.getId(), e, SIZE.applyAsInt(e));
-                    live.asyncAddEntry(p, (rc, h, eid, ctx) -> {
-                        if (rc == 0) {
-                            acks.ack(eid, p);
-                        }
-                    }, null);
-                }
-                while (acks.acked.size() < 3 * N) {
-                    Thread.sleep(1);
-                }
-                j.kill();
-            } else {
-                j.stop();
-            }
-            long acked = acks.maxAcked();
-            Cluster.log(stop + ": Java bookie stopped, live ledger acked through " + acked);
+            JavaLedgers w = new JavaLedgers(c, SEED, N, SIZE);
+            w.stop(j, stop);
+            LedgerHandle closed = w.closed;
+            LedgerHandle zombie = w.zombie;
+            LedgerHandle lac = w.lac;
+            LedgerHandle live = w.live;
+            long acked = w.acked;
             Path journal = j.dir.resolve("journal");
             Path ledgers = j.dir.resolve("ledgers");
             Map<String, String> before = X06JavaDirectoriesRefusedTest.snapshotOf(journal, ledgers);
@@ -163,9 +137,5 @@ class X07JavaDisksInspectTest {
         String stderr = Files.readString(err, StandardCharsets.UTF_8);
         assertEquals(0, p.exitValue(), "bookie inspect java " + args + ": " + stderr);
         return JSON.readTree(out.toFile());
-    }
-
-    private static LedgerHandle create(BookKeeper bk) throws Exception {
-        return bk.createLedger(1, 1, 1, DigestType.CRC32C, Ops.PASSWORD);
     }
 }

@@ -20,7 +20,6 @@ import org.apache.bookkeeper.client.BKException;
 import org.apache.bookkeeper.client.BookKeeper;
 import org.apache.bookkeeper.client.BookKeeper.DigestType;
 import org.apache.bookkeeper.client.LedgerHandle;
-import org.apache.bookkeeper.conf.ClientConfiguration;
 import org.apache.bookkeeper.net.BookieId;
 import org.apache.bookkeeper.proto.checksum.MacDigestManager;
 import org.junit.jupiter.api.Tag;
@@ -76,44 +75,14 @@ class X08JavaTakeoverTest {
             // and its index (files, or RocksDB) and the newest only in its journal.
             j.extraConf.put("flushInterval", "1000");
             c.startAll();
-            ClientConfiguration cc = c.clientConf(false);
-            cc.setExplictLacInterval(100); // sic: Java's spelling
-            BookKeeper writer = c.client(cc);
-            LedgerHandle closed = create(writer);
-            Ops.addSync(closed, SEED, 0, N, SIZE, null);
-            closed.close();
-            LedgerHandle zombie = create(writer);
-            Ops.addSync(zombie, SEED, 0, N, SIZE, null);
-            c.client(false).openLedger(zombie.getId(), DigestType.CRC32C, Ops.PASSWORD).close();
-            LedgerHandle deleted = create(writer);
-            Ops.addSync(deleted, SEED, 0, 20, SIZE, null);
-            deleted.close();
-            writer.deleteLedger(deleted.getId());
-            LedgerHandle lac = create(writer);
-            Ops.addSync(lac, SEED, 0, 20, SIZE, null);
-            Thread.sleep(1000); // past the explicit-LAC interval with no adds
-            LedgerHandle live = create(writer);
-            Ops.AckLog acks = new Ops.AckLog(live.getId());
-            Ops.addSync(live, SEED, 0, N, SIZE, acks);
-            if (stop.equals("SIGKILL")) {
-                Thread.sleep(1500); // a checkpoint
-                for (long e = N; e < 10 * N; e++) {
-                    byte[] p = Payloads.payload(SEED, live.getId(), e, SIZE.applyAsInt(e));
-                    live.asyncAddEntry(p, (rc, h, eid, ctx) -> {
-                        if (rc == 0) {
-                            acks.ack(eid, p);
-                        }
-                    }, null);
-                }
-                while (acks.acked.size() < 2 * N) {
-                    Thread.sleep(1);
-                }
-                j.kill();
-            } else {
-                j.stop();
-            }
-            long acked = acks.maxAcked();
-            Cluster.log(stop + ": Java bookie stopped, live ledger acked through " + acked);
+            JavaLedgers w = new JavaLedgers(c, SEED, N, SIZE);
+            w.stop(j, stop);
+            LedgerHandle closed = w.closed;
+            LedgerHandle zombie = w.zombie;
+            LedgerHandle deleted = w.deleted;
+            LedgerHandle lac = w.lac;
+            LedgerHandle live = w.live;
+            long acked = w.acked;
             Map<String, String> javaFiles = javaFiles(j.dir);
 
             Process ours = OursOnJava.start(c, j, "ours-on-java-1");
@@ -166,7 +135,7 @@ class X08JavaTakeoverTest {
                 LedgerHandle rl = reader.openLedgerNoRecovery(live.getId(), DigestType.CRC32C, Ops.PASSWORD);
                 Ops.verify(rl, SEED, live.getId(), 0, end, SIZE, false);
                 // A new ledger on our bookie.
-                LedgerHandle fresh = create(c.client(false));
+                LedgerHandle fresh = JavaLedgers.create(c.client(false));
                 Ops.addSync(fresh, SEED, 0, 10, SIZE, null);
                 fresh.close();
 
@@ -254,9 +223,5 @@ class X08JavaTakeoverTest {
         }
         assertTrue(out.keySet().stream().anyMatch(k -> k.endsWith(".txn")), "Java journal files: " + out.keySet());
         return out;
-    }
-
-    private static LedgerHandle create(BookKeeper bk) throws Exception {
-        return bk.createLedger(1, 1, 1, DigestType.CRC32C, Ops.PASSWORD);
     }
 }

@@ -1,0 +1,86 @@
+package dev.rustbookie.interop;
+
+import java.util.function.LongToIntFunction;
+import org.apache.bookkeeper.client.BookKeeper;
+import org.apache.bookkeeper.client.BookKeeper.DigestType;
+import org.apache.bookkeeper.client.LedgerHandle;
+import org.apache.bookkeeper.conf.ClientConfiguration;
+
+/**
+ * The ledgers the takeover tier (X06-X08) has a Java bookie hold before it is stopped: written
+ * by the real Java client, E1 W1 A1 on that bookie. `closed` (N entries, closed); `zombie`
+ * (N entries, fenced by a recovery open while its writer still has it); `deleted` (20 entries,
+ * deleted in the metadata, not yet collected by the bookie); `lac` (20 entries, then a pause
+ * past the explicit-LAC interval, so the writer sends its explicit LAC); `live` (N entries
+ * acknowledged, its writer still open).
+ */
+final class JavaLedgers {
+    final BookKeeper writer;
+    final LedgerHandle closed;
+    final LedgerHandle zombie;
+    final LedgerHandle deleted;
+    final LedgerHandle lac;
+    final LedgerHandle live;
+    final Ops.AckLog acks;
+    private final long seed;
+    private final int n;
+    private final LongToIntFunction size;
+    /** The live ledger's last acknowledged entry when the bookie stopped. */
+    long acked = -1;
+
+    JavaLedgers(Cluster c, long seed, int n, LongToIntFunction size) throws Exception {
+        this.seed = seed;
+        this.n = n;
+        this.size = size;
+        ClientConfiguration cc = c.clientConf(false);
+        cc.setExplictLacInterval(100); // sic: Java's spelling
+        writer = c.client(cc);
+        closed = create(writer);
+        Ops.addSync(closed, seed, 0, n, size, null);
+        closed.close();
+        zombie = create(writer);
+        Ops.addSync(zombie, seed, 0, n, size, null);
+        c.client(false).openLedger(zombie.getId(), DigestType.CRC32C, Ops.PASSWORD).close();
+        deleted = create(writer);
+        Ops.addSync(deleted, seed, 0, 20, size, null);
+        deleted.close();
+        writer.deleteLedger(deleted.getId());
+        lac = create(writer);
+        Ops.addSync(lac, seed, 0, 20, size, null);
+        Thread.sleep(1000); // past the explicit-LAC interval with no adds
+        live = create(writer);
+        acks = new Ops.AckLog(live.getId());
+        Ops.addSync(live, seed, 0, n, size, acks);
+    }
+
+    /**
+     * Stops the bookie: SIGTERM, or SIGKILL in the middle of the live writer's adds, a moment
+     * after a checkpoint (with flushInterval=1000: older entries in the entry logs and index,
+     * the newest only in the journal).
+     */
+    void stop(JavaBookie j, String how) throws Exception {
+        if (how.equals("SIGKILL")) {
+            Thread.sleep(1500); // a checkpoint
+            for (long e = n; e < 10L * n; e++) {
+                byte[] p = Payloads.payload(seed, live.getId(), e, size.applyAsInt(e));
+                live.asyncAddEntry(p, (rc, h, eid, ctx) -> {
+                    if (rc == 0) {
+                        acks.ack(eid, p);
+                    }
+                }, null);
+            }
+            while (acks.acked.size() < 2 * n) {
+                Thread.sleep(1);
+            }
+            j.kill();
+        } else {
+            j.stop();
+        }
+        acked = acks.maxAcked();
+        Cluster.log(how + ": Java bookie stopped, live ledger acked through " + acked);
+    }
+
+    static LedgerHandle create(BookKeeper bk) throws Exception {
+        return bk.createLedger(1, 1, 1, DigestType.CRC32C, Ops.PASSWORD);
+    }
+}
