@@ -271,7 +271,10 @@ fn a_java_bookies_directories_are_refused_and_left_untouched() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
         assert!(err.contains("refusing to start"), "{err}");
-        assert!(err.contains("ledgerStorageClass is SortedLedgerStorage"), "{err}");
+        assert!(
+            err.contains("ledgerStorageClass is SortedLedgerStorage"),
+            "{err}"
+        );
         assert!(err.contains(&ledgers.display().to_string()), "{err}");
         assert!(err.contains("RocksDB"), "{err}");
         if extra.is_empty() {
