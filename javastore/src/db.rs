@@ -330,6 +330,10 @@ impl DbStore {
                 ));
             };
             let log = EntryLog::open(path, loc.log_id)?;
+            if self.open_logs.len() >= crate::MAX_OPEN_LOGS {
+                // A bookie of thousands of logs: keep the descriptors bounded.
+                self.open_logs.clear();
+            }
             self.open_logs.insert((i, loc.log_id), log);
         }
         self.open_logs[&(i, loc.log_id)].read_entry(loc.offset, ledger as i64, entry as i64)

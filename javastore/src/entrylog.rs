@@ -26,9 +26,9 @@ const DIRECT_DUMMY_LENGTH: i32 = 3068;
 pub const MIN_ENTRY_BYTES: u32 = 16;
 /// The ledger id of ledgers-map records (and of Direct's dummy record).
 pub const INVALID_LEDGER: i64 = -1;
-/// A bound on one entry's length: Java's frames stop far below (nettyMaxFrameSizeBytes 5 MiB
-/// by default); a larger "length" is corruption, not an entry to allocate for.
-pub const MAX_ENTRY_BYTES: u32 = 1 << 30;
+/// A bound on one entry's length: 20 times Java's default frame limit (nettyMaxFrameSizeBytes,
+/// 5 MiB); a larger "length" is corruption, not an entry to allocate for.
+pub const MAX_ENTRY_BYTES: u32 = 100 << 20;
 
 /// An entry log's header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,9 +20,9 @@ pub const METAENTRY_FORCE_LEDGER: i64 = -0x4000;
 pub const METAENTRY_EXPLICIT_LAC: i64 = -0x8000;
 /// The length word of a padding record (V5+).
 pub const PADDING_MASK: i32 = -0x100;
-/// A bound on one record: far above any entry a Java bookie accepts; a larger length is
-/// corruption, not a record to allocate for.
-pub const MAX_RECORD_BYTES: i32 = 1 << 30;
+/// A bound on one record: 20 times Java's default frame limit (nettyMaxFrameSizeBytes, 5 MiB);
+/// a larger length is corruption, not a record to allocate for, and refuses the start.
+pub const MAX_RECORD_BYTES: i32 = 100 << 20;
 
 /// One journal record.
 #[derive(Clone, Debug, PartialEq, Eq)]

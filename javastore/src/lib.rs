@@ -38,6 +38,9 @@ pub use error::JavaError;
 pub use layout::{JavaDirs, StorageKind};
 pub use store::JavaStore;
 
+/// The most entry logs one reader keeps open (each view's copy its own).
+pub(crate) const MAX_OPEN_LOGS: usize = 64;
+
 /// A Java entry location: the entry log id in the high 32 bits, the offset of the entry's body
 /// (just after its 4-byte length) in the low 32 (§3.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

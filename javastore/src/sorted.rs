@@ -117,6 +117,10 @@ impl SortedStore {
                 ));
             };
             let log = EntryLog::open(path, loc.log_id)?;
+            if self.open_logs.len() >= crate::MAX_OPEN_LOGS {
+                // A bookie of thousands of logs: keep the descriptors bounded.
+                self.open_logs.clear();
+            }
             self.open_logs.insert(loc.log_id, log);
         }
         self.open_logs[&loc.log_id].read_entry(loc.offset, ledger as i64, entry as i64)
