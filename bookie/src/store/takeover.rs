@@ -319,6 +319,15 @@ fn import_journal_tail(
     marks: &[LastMark],
     deleted: &DeletedLog,
 ) -> Result<Option<(Vec<LastMark>, ImportStats)>, String> {
+    // Nothing after the marks (every start after the first takeover): the shards' storage is
+    // not opened twice for nothing. The tail is bounded by Java's checkpoint interval.
+    let skip_invalid = config.java_storage.skip_invalid_journal_records;
+    let mut any = false;
+    replay_from(dirs, marks, skip_invalid, |_, _, _, _| any = true)
+        .map_err(|e| format!("takeover: {e}"))?;
+    if !any {
+        return Ok(None);
+    }
     // Each shard's own ledger storage, opened here and closed before the shard opens it.
     let mut stores = Vec::with_capacity(shards);
     for id in 0..shards {
@@ -347,37 +356,32 @@ fn import_journal_tail(
     let mut stats = ImportStats::default();
     let mut held = 0usize;
     let mut batches: Vec<Replayed> = Vec::new();
-    let summary = replay_from(
-        dirs,
-        marks,
-        config.java_storage.skip_invalid_journal_records,
-        |_, _, _, rec| {
-            match &rec {
-                javastore::journal::Record::Entry { body, .. } => held += body.len(),
-                javastore::journal::Record::MasterKey { .. } => stats.keys += 1,
-                javastore::journal::Record::Fence { .. } => stats.fences += 1,
-                javastore::journal::Record::ExplicitLac { .. } => stats.lacs += 1,
-                javastore::journal::Record::Other { .. } => {}
+    let summary = replay_from(dirs, marks, skip_invalid, |_, _, _, rec| {
+        match &rec {
+            javastore::journal::Record::Entry { body, .. } => held += body.len(),
+            javastore::journal::Record::MasterKey { .. } => stats.keys += 1,
+            javastore::journal::Record::Fence { .. } => stats.fences += 1,
+            javastore::journal::Record::ExplicitLac { .. } => stats.lacs += 1,
+            javastore::journal::Record::Other { .. } => {}
+        }
+        replayed.apply(rec, known);
+        if held >= IMPORT_BATCH_BYTES {
+            // The entries so far go out as one batch; the ledgers stay known.
+            let mut full = Replayed::default();
+            for (l, r) in replayed.ledgers.iter_mut() {
+                let entries = std::mem::take(&mut r.entries);
+                full.ledgers.insert(
+                    *l,
+                    javastore::replay::ReplayedLedger {
+                        entries,
+                        ..r.clone()
+                    },
+                );
             }
-            replayed.apply(rec, known);
-            if held >= IMPORT_BATCH_BYTES {
-                // The entries so far go out as one batch; the ledgers stay known.
-                let mut full = Replayed::default();
-                for (l, r) in replayed.ledgers.iter_mut() {
-                    let entries = std::mem::take(&mut r.entries);
-                    full.ledgers.insert(
-                        *l,
-                        javastore::replay::ReplayedLedger {
-                            entries,
-                            ..r.clone()
-                        },
-                    );
-                }
-                batches.push(full);
-                held = 0;
-            }
-        },
-    )
+            batches.push(full);
+            held = 0;
+        }
+    })
     .map_err(|e| format!("takeover: {e}"))?;
     if summary.iter().all(|j| j.records == 0) {
         return Ok(None);
