@@ -309,8 +309,42 @@ impl DbStore {
         }))
     }
 
+    /// The locations of consecutive entries from `entry`, up to `max`, stopping at the first
+    /// absent one: one iterator.
+    pub fn run_locations(
+        &self,
+        ledger: u64,
+        entry: u64,
+        max: usize,
+    ) -> Result<Vec<Location>, JavaError> {
+        let Some(p) = self.part(ledger) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        let mut it = p.locations.iter();
+        it.seek(&location_key(ledger, entry));
+        while out.len() < max {
+            let Some((k, v)) = it.entry().map_err(|e| JavaError::new(&p.ledger_dir, e))? else {
+                break;
+            };
+            let want = location_key(ledger, entry + out.len() as u64);
+            match be_u64(&v).and_then(Location::from_packed) {
+                Some(loc) if k == want => out.push(loc),
+                _ => break,
+            }
+            it.next();
+        }
+        Ok(out)
+    }
+
     /// The body at `loc` in the ledger's directory, checked to be (`ledger`, `entry`).
     pub fn read_at(&mut self, loc: Location, ledger: u64, entry: u64) -> Result<Bytes, JavaError> {
+        self.log(loc, ledger, entry)?
+            .read_entry(loc.offset, ledger as i64, entry as i64)
+    }
+
+    /// The open entry log of the ledger's directory that `loc` points into.
+    pub fn log(&mut self, loc: Location, ledger: u64, entry: u64) -> Result<&EntryLog, JavaError> {
         let Some(&(i, _)) = self.ledgers.get(&ledger) else {
             return Err(JavaError::new(
                 &self.dirs.ledger_dirs[0],
@@ -336,7 +370,7 @@ impl DbStore {
             }
             self.open_logs.insert((i, loc.log_id), log);
         }
-        self.open_logs[&(i, loc.log_id)].read_entry(loc.offset, ledger as i64, entry as i64)
+        Ok(&self.open_logs[&(i, loc.log_id)])
     }
 
     pub fn read(&mut self, ledger: u64, entry: u64) -> Result<Option<Bytes>, JavaError> {
@@ -452,6 +486,14 @@ mod tests {
         assert_eq!(s.read(7, 0).unwrap(), None);
         let ids: Vec<u64> = s.entries(6).unwrap().into_iter().map(|x| x.0).collect();
         assert_eq!(ids, vec![0, 1, 2, 3, 4]);
+        // A run: locations from one iterator (SST and WAL alike), bodies from one read.
+        let mut js = crate::JavaStore::Db(s.clone());
+        let run = js.run(6, 1, 10).unwrap();
+        assert_eq!(run.len(), 4);
+        for (k, b) in run.iter().enumerate() {
+            assert_eq!(b.as_ref(), bodies[k + 1].as_slice());
+        }
+        assert!(js.run(6, 5, 10).unwrap().is_empty());
         // Nothing was written into the databases' directories.
         let names = |d: &str| -> Vec<String> {
             let mut v: Vec<String> = std::fs::read_dir(cur.join(d))

@@ -29,6 +29,8 @@ pub const INVALID_LEDGER: i64 = -1;
 /// A bound on one entry's length: 20 times Java's default frame limit (nettyMaxFrameSizeBytes,
 /// 5 MiB); a larger "length" is corruption, not an entry to allocate for.
 pub const MAX_ENTRY_BYTES: u32 = 100 << 20;
+/// The most bytes [`EntryLog::read_entries`] reads at once.
+pub const MAX_SPAN_BYTES: u64 = 4 << 20;
 
 /// An entry log's header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,6 +179,52 @@ impl EntryLog {
             .map_err(|e| JavaError::io(&self.path, "read entry", e))?
             .ok_or_else(|| JavaError::at(&self.path, offset, "entry body past the end"))?;
         Ok(Bytes::from(body))
+    }
+
+    /// Several entries of this log in one positioned read: `at` lists (body offset, ledger,
+    /// entry) in increasing offset order, close together (a catch-up's run, written back to
+    /// back). Every entry gets the checks of [`read_entry`](Self::read_entry); the last is read
+    /// on its own (its length is only known from its prefix).
+    pub fn read_entries(&self, at: &[(u64, i64, i64)]) -> Result<Vec<Bytes>, JavaError> {
+        let Some((&(last_off, last_l, last_e), rest)) = at.split_last() else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity(at.len());
+        if let Some(&(first, _, _)) = rest.first() {
+            if first < 4 || last_off < first || last_off - first > MAX_SPAN_BYTES {
+                return Err(JavaError::at(
+                    &self.path,
+                    first,
+                    "entries too far apart for one read",
+                ));
+            }
+            let start = first - 4;
+            let span = read_exact_at(&self.file, start, (last_off - 4 - start) as usize)
+                .map_err(|e| JavaError::io(&self.path, "read entries", e))?
+                .ok_or_else(|| JavaError::at(&self.path, start, "entries past the end"))?;
+            for (i, &(off, ledger, entry)) in rest.iter().enumerate() {
+                let next = at[i + 1].0;
+                let pos = (off - 4 - start) as usize;
+                let bad = |what: String| JavaError::at(&self.path, off, what);
+                let length = span
+                    .get(pos..pos + 4)
+                    .map(|b| be_i32(b, 0))
+                    .ok_or_else(|| bad("entry header outside the read".into()))?;
+                if length < MIN_ENTRY_BYTES as i32 || off + length as u64 + 4 > next {
+                    return Err(bad(format!("bad entry length {length}")));
+                }
+                let body = &span[pos + 4..pos + 4 + length as usize];
+                let (l, e) = (be_i64(body, 0), be_i64(body, 8));
+                if (l, e) != (ledger, entry) {
+                    return Err(bad(format!(
+                        "holds ledger {l} entry {e}, not ledger {ledger} entry {entry}"
+                    )));
+                }
+                out.push(Bytes::copy_from_slice(body));
+            }
+        }
+        out.push(self.read_entry(last_off, last_l, last_e)?);
+        Ok(out)
     }
 
     /// Calls `f` for every entry record in file order, as Java's scanner finds them: a length
@@ -346,6 +394,42 @@ mod tests {
                 .collect();
             assert_eq!(seen, want, "with_map {with_map}");
         }
+    }
+
+    #[test]
+    fn entries_read_together_are_checked_like_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let bodies: Vec<Vec<u8>> = (0..6)
+            .map(|e| body(9, e, e - 1, &vec![e as u8; 50 * e as usize]))
+            .collect();
+        let refs: Vec<&[u8]> = bodies.iter().map(|b| b.as_slice()).collect();
+        let (bytes, offsets) = legacy_log(&refs, false);
+        let log = EntryLog::open(&log_file(dir.path(), &bytes), 3).unwrap();
+        let at: Vec<(u64, i64, i64)> = offsets
+            .iter()
+            .enumerate()
+            .map(|(e, o)| (*o, 9, e as i64))
+            .collect();
+        let got = log.read_entries(&at).unwrap();
+        assert_eq!(got.len(), 6);
+        for (g, b) in got.iter().zip(&bodies) {
+            assert_eq!(g.as_ref(), b.as_slice());
+        }
+        assert_eq!(
+            log.read_entries(&at[4..5]).unwrap()[0].as_ref(),
+            bodies[4].as_slice()
+        );
+        // A wrong id in the middle, or offsets that are not the entries': errors, not bodies.
+        let mut wrong = at.clone();
+        wrong[2].2 = 7;
+        assert!(log
+            .read_entries(&wrong)
+            .unwrap_err()
+            .to_string()
+            .contains("not ledger 9 entry 7"));
+        let mut skewed = at.clone();
+        skewed[1].0 += 1;
+        assert!(log.read_entries(&skewed).is_err());
     }
 
     #[test]

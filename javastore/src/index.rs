@@ -128,6 +128,19 @@ impl IdxFile {
         Ok(Location::from_packed(be_u64(&b, 0)))
     }
 
+    /// The locations of consecutive entries from `entry`, up to `max`, stopping at the first
+    /// absent one: one positioned read.
+    pub fn run_locations(&self, entry: u64, max: usize) -> Result<Vec<Location>, JavaError> {
+        let end = (entry + max as u64).min(self.slots());
+        if entry >= end {
+            return Ok(Vec::new());
+        }
+        let b = self.read_slots(entry, end)?;
+        Ok((0..(end - entry) as usize)
+            .map_while(|i| Location::from_packed(be_u64(&b, i * 8)))
+            .collect())
+    }
+
     /// Every (entry id, location) the index holds, in entry order. Reads the slots in 1 MiB
     /// chunks (128k entries each).
     pub fn entries(&self) -> Result<Vec<(u64, Location)>, JavaError> {

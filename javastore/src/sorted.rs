@@ -100,6 +100,12 @@ impl SortedStore {
 
     /// The body at `loc`, checked to be (`ledger`, `entry`).
     pub fn read_at(&mut self, loc: Location, ledger: u64, entry: u64) -> Result<Bytes, JavaError> {
+        self.log(loc, ledger, entry)?
+            .read_entry(loc.offset, ledger as i64, entry as i64)
+    }
+
+    /// The open entry log `loc` points into (opened on first use).
+    pub fn log(&mut self, loc: Location, ledger: u64, entry: u64) -> Result<&EntryLog, JavaError> {
         if !self.open_logs.contains_key(&loc.log_id) {
             let Some(path) = self.logs.get(&loc.log_id) else {
                 let where_ = self
@@ -123,7 +129,7 @@ impl SortedStore {
             }
             self.open_logs.insert(loc.log_id, log);
         }
-        self.open_logs[&loc.log_id].read_entry(loc.offset, ledger as i64, entry as i64)
+        Ok(&self.open_logs[&loc.log_id])
     }
 
     /// The body of an entry the index holds; `None` when the ledger or the slot is absent.
@@ -179,6 +185,12 @@ mod tests {
         }
         assert_eq!(s.read(5, 2).unwrap(), None);
         assert_eq!(s.read(6, 0).unwrap(), None);
+        // A run stops at the first absent entry (2 is only in the journal).
+        let mut js = crate::JavaStore::Sorted(s.clone());
+        let run = js.run(5, 0, 10).unwrap();
+        assert_eq!(run.len(), 2);
+        assert_eq!(run[1].as_ref(), bodies[1].as_slice());
+        assert_eq!(js.run(5, 3, 10).unwrap()[0].as_ref(), bodies[3].as_slice());
         assert_eq!(s.state(6).unwrap(), None);
         // A slot pointing at another entry's bytes, or into a missing log, is an error.
         let bad = [(0u64, (2u64 << 32) | offsets[1]), (1, (9u64 << 32) | 1028)];

@@ -98,23 +98,71 @@ impl JavaStore {
     }
 
     /// Consecutive entries from `entry`, up to `max` (stops at the first absent one; a bad
-    /// entry after the first ends the run, the first's error is returned).
+    /// entry after the first ends the run, the first's error is returned). The locations come
+    /// from one index read (Sorted: one slot range; Db: one iterator), and entries that lie
+    /// close together in one entry log from one positioned read.
     pub fn run(&mut self, ledger: u64, entry: u64, max: usize) -> Result<Vec<Bytes>, JavaError> {
-        let mut out = Vec::new();
-        for e in entry..entry + max.max(1) as u64 {
-            let loc = match self.location(ledger, e) {
-                Ok(Some(loc)) => loc,
-                Ok(None) => break,
-                Err(_) if !out.is_empty() => break,
-                Err(err) => return Err(err),
-            };
-            match self.read_at(loc, ledger, e) {
-                Ok(body) => out.push(body),
-                Err(_) if !out.is_empty() => break,
-                Err(err) => return Err(err),
+        let locs = self.locations(ledger, entry, max.max(1))?;
+        let mut out: Vec<Bytes> = Vec::with_capacity(locs.len());
+        let mut i = 0;
+        while i < locs.len() {
+            // The group: same log, increasing offsets, within one read's span.
+            let mut j = i + 1;
+            while j < locs.len()
+                && locs[j].log_id == locs[i].log_id
+                && locs[j].offset > locs[j - 1].offset
+                && locs[j].offset - locs[i].offset <= crate::entrylog::MAX_SPAN_BYTES
+            {
+                j += 1;
             }
+            let at: Vec<(u64, i64, i64)> = (i..j)
+                .map(|k| (locs[k].offset, ledger as i64, (entry + k as u64) as i64))
+                .collect();
+            let first = entry + i as u64;
+            let read = self
+                .log(ledger, locs[i], first)
+                .and_then(|log| log.read_entries(&at));
+            match read {
+                Ok(bodies) => out.extend(bodies),
+                // One by one: the group's first bad entry ends the run there.
+                Err(_) => {
+                    for (k, loc) in locs.iter().enumerate().take(j).skip(i) {
+                        match self.read_at(*loc, ledger, entry + k as u64) {
+                            Ok(b) => out.push(b),
+                            Err(_) if !out.is_empty() => return Ok(out),
+                            Err(err) => return Err(err),
+                        }
+                    }
+                }
+            }
+            i = j;
         }
         Ok(out)
+    }
+
+    /// The locations of consecutive entries from `entry`, up to `max`, stopping at the first
+    /// absent one.
+    fn locations(&self, ledger: u64, entry: u64, max: usize) -> Result<Vec<Location>, JavaError> {
+        match self {
+            JavaStore::Sorted(s) => match s.index_file(ledger)? {
+                Some(f) => f.run_locations(entry, max),
+                None => Ok(Vec::new()),
+            },
+            JavaStore::Db(s) => s.run_locations(ledger, entry, max),
+        }
+    }
+
+    /// The open entry log a location of `ledger` points into.
+    fn log(
+        &mut self,
+        ledger: u64,
+        loc: Location,
+        entry: u64,
+    ) -> Result<&crate::entrylog::EntryLog, JavaError> {
+        match self {
+            JavaStore::Sorted(s) => s.log(loc, ledger, entry),
+            JavaStore::Db(s) => s.log(loc, ledger, entry),
+        }
     }
 
     /// The file a ledger's state lives in, for Interleaved/Sorted (its index file, which
