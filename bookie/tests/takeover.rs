@@ -63,18 +63,12 @@ fn java_dirs(root: &Path, bad_record: bool) -> JavaDirs {
             key: Bytes::from_static(&KEY),
         },
     );
-    for (e, b) in bodies[..3].iter().enumerate() {
-        jw::record(
-            &mut j,
-            &Record::Entry {
-                ledger: LEDGER,
-                entry: e as i64,
-                body: Bytes::from(b.clone()),
-            },
-        );
-    }
-    let mark = j.len() as u64;
-    for (e, b) in bodies.iter().enumerate().skip(3) {
+    // Entries 0-2 checkpointed (before the mark), 3-4 after it.
+    let mut mark = 0;
+    for (e, b) in bodies.iter().enumerate() {
+        if e == 3 {
+            mark = j.len() as u64;
+        }
         jw::record(
             &mut j,
             &Record::Entry {
