@@ -23,6 +23,7 @@ mod read;
 mod security;
 mod server;
 mod shard;
+mod sim;
 mod store;
 
 use std::path::PathBuf;
@@ -63,6 +64,10 @@ enum Command {
     Metaformat(MetaArgs),
     /// List the registered bookies (writable and read-only).
     Listbookies(MetaArgs),
+    /// The whole-bookie simulator (developers; `scripts/vopr`): seeds of a simulated bookie
+    /// and its clients on a simulated disk, every reply checked.
+    #[command(hide = true)]
+    Sim(sim::cli::SimArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -198,6 +203,7 @@ fn main() -> ExitCode {
         Some(Command::Initnewcluster(a)) => return meta_command("initnewcluster", &a),
         Some(Command::Metaformat(a)) => return meta_command("metaformat", &a),
         Some(Command::Listbookies(a)) => return meta_command("listbookies", &a),
+        Some(Command::Sim(args)) => sim::cli::main(args).map_err(cluster::Failure::from),
         Some(Command::Inspect { what }) => match what {
             Inspect::Journal { dir } => dir_audit::check_inspect_dir(&dir)
                 .and_then(|()| lock::DirLock::acquire(dir.parent().unwrap_or(&dir)))

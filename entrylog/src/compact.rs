@@ -157,7 +157,13 @@ impl<S: Storage> LedgerStore<S> {
                 id,
                 chunk,
                 inflight,
-                &|l| deleted.contains(&l),
+                // Planted bug (`bookie::sim`): an off-by-one that drops the ledger after a
+                // deleted one too.
+                &|l| {
+                    deleted.contains(&l)
+                        || (mutation::on(mutation::Mutation::GcDropsLiveLedger)
+                            && deleted.contains(&l.wrapping_sub(1)))
+                },
                 &mut |r| {
                     *live.entry(r.location.segment as u64).or_default() += r.location.stored_bytes()
                 },

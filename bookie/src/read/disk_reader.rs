@@ -11,6 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use entrylog::{ReadView, Reader, StoreError};
 use javastore::{JavaError, JavaStore};
+use storage::Storage;
 
 use crate::read::read_thread::ReaderStorage;
 use crate::store::takeover::Legacy;
@@ -43,21 +44,22 @@ impl From<JavaError> for DiskError {
     }
 }
 
-pub struct DiskReader {
-    pub ours: Reader<ReaderStorage>,
+/// `S`: the reader threads' storage port; the simulator (`crate::sim`) reads a simulated disk.
+pub struct DiskReader<S: Storage = ReaderStorage> {
+    pub ours: Reader<S>,
     /// This reader's own copy of the Java listing (it keeps its own open entry logs).
     java: Option<JavaStore>,
 }
 
-impl DiskReader {
-    pub fn new(ours: Reader<ReaderStorage>, legacy: Option<&Arc<Legacy>>) -> DiskReader {
+impl<S: Storage> DiskReader<S> {
+    pub fn new(ours: Reader<S>, legacy: Option<&Arc<Legacy>>) -> DiskReader<S> {
         DiskReader {
             ours,
             java: legacy.map(|l| l.store.clone()),
         }
     }
 
-    pub fn storage(&self) -> &ReaderStorage {
+    pub fn storage(&self) -> &S {
         self.ours.storage()
     }
 

@@ -319,7 +319,8 @@ pub fn entry_reply(
             StatusCode::ENOENTRY
         },
         ledger_id: ledger,
-        entry_id: reply_entry_id,
+        // Planted bug (`bookie::sim`): the reply names the entry after the one read.
+        entry_id: reply_entry_id + i64::from(mutation::on(mutation::Mutation::ReplyWrongEntry)),
         body,
         max_lac,
         lac_update_timestamp: None,
@@ -392,8 +393,8 @@ fn run_read(
 
 /// A read other than a run read; `run_entries`: the most entries one device read of a batch
 /// read brings.
-fn execute(
-    reader: &mut DiskReader,
+pub(crate) fn execute<S: storage::Storage>(
+    reader: &mut DiskReader<S>,
     view: &ReadView,
     read: &DiskRead,
     run_entries: usize,

@@ -26,7 +26,7 @@ impl Shard {
     /// The journal ring's eventfd (io_uring), duplicated for the journal driver to own, or
     /// `None` (psync completes inside `submit`).
     pub fn journal_eventfd(&self) -> Option<std::io::Result<EventFd>> {
-        let fd = self.journal.storage().eventfd()?;
+        let fd = self.core.journal.storage().eventfd()?;
         Some(fd.try_clone_to_owned().map(EventFd))
     }
 
@@ -35,6 +35,7 @@ impl Shard {
     pub fn arm_journal_timer(&mut self, idle: Duration) -> Duration {
         let now = self.now_us();
         let at = self
+            .core
             .journal
             .next_deadline_us()
             .unwrap_or(u64::MAX)
@@ -48,26 +49,10 @@ impl Shard {
         self.journal_timer.clone()
     }
 
-    pub(super) fn append(&mut self, record: &JournalRecord) -> Result<Lsn, StatusCode> {
-        let mut header = [0u8; HEADER_MAX];
-        let (n, rest) = record.encode(&mut header);
-        let now = self.now_us();
-        self.appended_at_us = now;
-        match self.journal.append_parts(&[&header[..n], rest], now) {
-            Ok(lsn) => Ok(lsn),
-            Err(AppendError::Backpressure) => Err(StatusCode::ETOOMANYREQUESTS),
-            Err(AppendError::TooLarge { .. }) => Err(StatusCode::EBADREQ),
-            Err(AppendError::Stopped(_)) => {
-                self.set_failed("journal stopped");
-                Err(StatusCode::EIO)
-            }
-        }
-    }
-
     /// An add's journal time split into its group's steps: waiting for the group's write, the
     /// write, the sync.
-    pub(super) fn record_journal_steps(&mut self, appended_at: u64, lsn: Lsn) {
-        let Some(t) = self.journal.group_timing(lsn) else {
+    pub(super) fn record_journal_steps(&mut self, appended_at: u64, lsn: journal::Lsn) {
+        let Some(t) = self.core.journal.group_timing(lsn) else {
             return;
         };
         let m = &self.metrics.shards[self.id];
@@ -79,46 +64,17 @@ impl Shard {
 
     /// Appends the records that waited for a journal buffer, in order, as far as buffers allow.
     pub(super) fn append_blocked(&mut self) {
-        let was_blocked = !self.blocked.is_empty();
-        while let Some(mut b) = self.blocked.pop_front() {
-            let mut failed = None;
-            let mut last = None;
-            while !b.records.is_empty() {
-                match self.append(&b.records[0]) {
-                    Ok(lsn) => {
-                        b.records.remove(0);
-                        last = Some(lsn);
-                    }
-                    Err(StatusCode::ETOOMANYREQUESTS) => break,
-                    Err(status) => {
-                        failed = Some(status);
-                        break;
-                    }
-                }
-            }
-            if let Some(status) = failed {
-                let reply = match b.reply {
-                    Answer::Disk(read) => read_thread::error_reply(&read, status),
-                    Answer::Now(r) => r.failed(status),
-                };
-                self.respond(b.to, reply);
-                continue;
-            }
-            if !b.records.is_empty() {
-                // Still no buffer: the rest (and everything behind it) waits.
-                self.blocked.push_front(b);
-                break;
-            }
-            let lsn = last.unwrap_or(Lsn(self.journal.next_lsn().0 - 1));
-            self.m().stage(Stage::JournalBlocked, b.at);
-            self.pending.push_back(Pending {
-                at: now_us(),
-                lsn,
-                to: b.to,
-                reply: b.reply,
-            });
+        let (metrics, id) = (self.metrics.clone(), self.id);
+        let (failures, unblocked) = self.core.append_blocked(now_us(), |at| {
+            metrics.shards[id].stage(Stage::JournalBlocked, at);
+        });
+        if self.core.take_stopped() {
+            self.set_failed("journal stopped");
         }
-        if was_blocked && self.blocked.is_empty() {
+        for (to, reply) in failures {
+            self.respond(to, reply);
+        }
+        if unblocked {
             self.unblocked.notify_waiters();
         }
     }
@@ -126,7 +82,7 @@ impl Shard {
     /// Whether the shard should stop reading new requests: journal buffers all busy, or the
     /// write cache at its limit.
     pub fn is_blocked(&self) -> bool {
-        !self.blocked.is_empty() || self.table.is_full()
+        !self.core.blocked.is_empty() || self.core.table.is_full()
     }
 
     /// Past three quarters of any shard's write cache, each connection pauses 1 ms before its
@@ -156,12 +112,12 @@ impl Shard {
         let permille = if self.read_only {
             0
         } else {
-            (self.table.fill() * 1000.0).min(u32::MAX as f64) as u32
+            (self.core.table.fill() * 1000.0).min(u32::MAX as f64) as u32
         };
         self.peers[self.id]
             .cache_fill_permille
             .store(permille, Ordering::Relaxed);
-        match (self.table.is_full(), self.cache_full_since_us) {
+        match (self.core.table.is_full(), self.cache_full_since_us) {
             (true, 0) => self.cache_full_since_us = now_us().max(1),
             (false, since) if since != 0 => {
                 self.m().stage(Stage::WriteCacheFull, since);

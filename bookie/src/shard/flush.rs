@@ -24,10 +24,10 @@ impl Shard {
         if self.flushing || self.read_only {
             return;
         }
-        let cached = self.table.cached_bytes();
+        let cached = self.core.table.cached_bytes();
         let due = cached >= self.flush_threshold_bytes
             || (cached > 0 && self.last_flush.elapsed() >= self.flush_interval)
-            || self.table.has_pending_deletes()
+            || self.core.table.has_pending_deletes()
             || self.gc_request.is_some()
             || (self.flush_requested && cached > 0);
         if cached == 0 {
@@ -36,9 +36,8 @@ impl Shard {
         if !due {
             return;
         }
-        let mark = self.journal.next_lsn().0;
         let filled_in = self.last_flush.elapsed();
-        if let Some(batch) = self.table.freeze(mark) {
+        if let Some(batch) = self.core.freeze() {
             self.flushing = true;
             self.flush_requested = false;
             self.last_flush = Instant::now();
@@ -60,7 +59,15 @@ impl Shard {
     /// Garbage collection found these ledgers deleted from the cluster: drop them here (the
     /// next flush persists the tombstones). Returns how many this shard held.
     pub fn delete_ledgers(&mut self, ids: &[i64]) -> usize {
-        let deleted = ids.iter().filter(|&&id| self.table.delete(id)).count();
+        let Some(deleted) = self.core.delete_ledgers(ids, !self.read_only) else {
+            log::warn!(
+                "shard {}: gc: {} deleted ledgers kept until a restart: this shard is read-only \
+                 and cannot persist their deletion",
+                self.id,
+                ids.len()
+            );
+            return 0;
+        };
         if deleted > 0 {
             log::info!("shard {}: gc: {deleted} deleted ledgers dropped", self.id);
             self.metrics.shards[self.id]
@@ -94,18 +101,21 @@ impl Shard {
                 self.flushing = false;
                 log::debug!("shard {}: flushed {stats:?}, mark {mark}", self.id);
                 self.store.view = view;
-                if let Some(entries) = self.table.flush_done() {
+                let (entries, trimmed) = self.core.flushed(mark);
+                if let Some(entries) = entries {
                     let _ = self.store.flush_jobs.send(FlushJob::Dispose(entries));
                 }
                 self.unblocked.notify_waiters();
-                if let Err(err) = self.journal.trim(Lsn(mark)) {
-                    log::error!("shard {}: journal trim failed: {err}; read-only", self.id);
-                    self.set_failed("journal trim failed");
+                match trimmed {
+                    Ok(trash) => self
+                        .store
+                        .reclaim
+                        .delete(trash.iter().map(|n| self.journal_dir.join(n))),
+                    Err(err) => {
+                        log::error!("shard {}: journal trim failed: {err}; read-only", self.id);
+                        self.set_failed("journal trim failed");
+                    }
                 }
-                let trash = self.journal.take_trash();
-                self.store
-                    .reclaim
-                    .delete(trash.iter().map(|n| self.journal_dir.join(n)));
             }
             StoreEvent::Failed(err) => {
                 self.flushing = false;
@@ -118,7 +128,7 @@ impl Shard {
     /// Closes the open group, waits until everything appended is durable and seals the
     /// journal's active segment (shutdown: the next start has nothing to repair).
     pub fn flush(&mut self) {
-        if let Err(err) = self.journal.close() {
+        if let Err(err) = self.core.journal.close() {
             log::error!("shard {}: final journal flush failed: {err}", self.id);
         }
         self.drive();

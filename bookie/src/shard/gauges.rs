@@ -6,8 +6,8 @@ impl Shard {
     /// Counters, with the current ledger count and write-cache size.
     pub fn stats(&self) -> ShardStats {
         ShardStats {
-            ledgers: self.table.len(),
-            write_cache_bytes: self.table.cached_bytes() + self.table.frozen_bytes(),
+            ledgers: self.core.table.len(),
+            write_cache_bytes: self.core.table.cached_bytes() + self.core.table.frozen_bytes(),
             ..self.stats.clone()
         }
     }
@@ -44,16 +44,18 @@ impl Shard {
         use std::sync::atomic::Ordering::Relaxed;
         self.store
             .cache_pressure
-            .store(self.table.under_pressure(), Relaxed);
+            .store(self.core.table.under_pressure(), Relaxed);
         let m = self.m();
-        let j = self.journal.stats();
-        m.journal_queue
-            .store((self.pending.len() + self.blocked.len()) as i64, Relaxed);
-        m.write_cache_bytes.store(
-            (self.table.cached_bytes() + self.table.frozen_bytes()) as i64,
+        let j = self.core.journal.stats();
+        m.journal_queue.store(
+            (self.core.pending.len() + self.core.blocked.len()) as i64,
             Relaxed,
         );
-        m.ledgers.store(self.table.len() as i64, Relaxed);
+        m.write_cache_bytes.store(
+            (self.core.table.cached_bytes() + self.core.table.frozen_bytes()) as i64,
+            Relaxed,
+        );
+        m.ledgers.store(self.core.table.len() as i64, Relaxed);
         m.read_ahead_parked
             .store(self.read_ahead.parked() as i64, Relaxed);
         let (bytes, count, hits) = self.read_ahead.cache_stats();

@@ -51,6 +51,7 @@ impl Shard {
                 self.watchers.remove(&ledger);
             }
             let reply = self
+                .core
                 .table
                 .long_poll_reply(ledger, w.entry, w.previous_lac, w.flag);
             self.respond(w.to, reply);
@@ -59,7 +60,7 @@ impl Shard {
 
     /// Answers the long polls whose wait is over (the LAC passed, or the ledger was fenced).
     pub(super) fn wake_watchers(&mut self, ledger: i64) {
-        let Some(l) = self.table.get(ledger) else {
+        let Some(l) = self.core.table.get(ledger) else {
             return;
         };
         let (lac, fenced) = (l.lac, l.fenced);
@@ -74,6 +75,7 @@ impl Shard {
         }
         for w in ready {
             let reply = self
+                .core
                 .table
                 .long_poll_reply(ledger, w.entry, w.previous_lac, w.flag);
             self.respond(w.to, reply);

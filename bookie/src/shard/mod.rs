@@ -10,6 +10,7 @@
 
 mod cold_read;
 mod commit;
+pub mod core;
 mod flush;
 mod gauges;
 mod long_poll;
@@ -21,7 +22,7 @@ pub use commit::EventFd;
 use long_poll::Watcher;
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::rc::{Rc, Weak};
@@ -29,7 +30,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use journal::{AppendError, Journal, Lsn};
 use net::{
     AuthMessage, OperationType, ReadFlag, Request, RequestFrame, Response, ResponseFrame,
     ResponseHeader, StatusCode,
@@ -50,7 +50,7 @@ use crate::shard::mailbox::{
 };
 use crate::store::ledger::{Answer, Decision, DiskRead, LedgerTable};
 use crate::store::ledger_storage::{self, LedgerStorageLink};
-use crate::store::record::{JournalRecord, HEADER_MAX};
+use core::{Committed, ShardCore};
 
 /// Which shard owns `ledger`.
 pub fn shard_of(ledger: i64, shards: usize) -> usize {
@@ -140,22 +140,6 @@ fn high_priority(frame: &RequestFrame) -> bool {
     }
 }
 
-struct Pending {
-    /// When its record was appended (`metrics::now_us`).
-    at: u64,
-    lsn: Lsn,
-    to: Responder,
-    reply: Answer,
-}
-
-/// Records that found every journal buffer busy: appended, in order, as buffers free up.
-struct Blocked {
-    at: u64,
-    records: Vec<JournalRecord>,
-    to: Responder,
-    reply: Answer,
-}
-
 /// Counters for logs and (later) metrics; read through `Debug` in the shutdown log.
 #[allow(dead_code)]
 #[derive(Default, Debug, Clone)]
@@ -171,15 +155,10 @@ pub struct ShardStats {
 pub struct Shard {
     pub id: usize,
     shards: usize,
-    /// The clock reading of the last journal append (`commit::append`), reused as the
-    /// pending reply's start rather than read again.
-    appended_at_us: u64,
     peers: Arc<Vec<ShardHandle>>,
-    table: LedgerTable,
-    journal: Journal<RealStorage>,
+    /// The ledger table, the journal and the replies waiting for durability (`core`).
+    core: ShardCore<RealStorage, Responder>,
     driver: DriverKind,
-    pending: VecDeque<Pending>,
-    blocked: VecDeque<Blocked>,
     /// Woken when the shard takes input again (journal buffers or write cache freed).
     unblocked: Rc<tokio::sync::Notify>,
     /// Wakes the journal driver (`server::drive_journal`) when the open group's deadline comes
@@ -282,40 +261,22 @@ impl Shard {
             }
             log::info!("shard {id}: {adopted} ledgers taken over from the Java bookie's files");
         }
-        let mut unreadable = 0u64;
-        let now = now_ms();
-        let mut lost = crate::store::journal_recovery::LostRecords::default();
-        let mut journal = Journal::open_observing(
+        let core = ShardCore::open(
+            id,
+            table,
             storage,
             config.journal.clone(),
-            Lsn(mark),
-            &mut |_, payload| match JournalRecord::decode(payload) {
-                Some(record) => table.replay(record, now),
-                None => unreadable += 1,
-            },
-            &mut |_, payload| lost.record(payload),
-        )
-        .map_err(|e| lost.refusal(&journal_dir, &e))?;
-        lost.log_cut(id, journal.recovery_report());
-        if unreadable > 0 {
-            return Err(format!(
-                "journal {}: {unreadable} records of an unknown type; refusing to start",
-                journal_dir.display()
-            ));
-        }
-        // Segments wholly below the checkpoint mark (a clean stop flushed everything and sealed
-        // its segment) are persisted in ledger storage: recycle them now, not at the first flush.
-        journal
-            .trim(Lsn(mark))
-            .and_then(|_| journal.remove_trash())
-            .map_err(|e| format!("journal {}: {e}", journal_dir.display()))?;
-        let report = journal.recovery_report();
+            mark,
+            &journal_dir,
+            now_ms(),
+        )?;
+        let report = core.journal.recovery_report();
         log::info!(
             "shard {id}: journal {} ({}) replayed {} records from mark {mark}; {} ledgers; {:.0} ms{}",
             journal_dir.display(),
             driver.name(),
             report.records_replayed,
-            table.len(),
+            core.table.len(),
             started.elapsed().as_secs_f64() * 1e3,
             report
                 .torn_tail
@@ -327,13 +288,9 @@ impl Shard {
         let shard = Shard {
             id,
             shards: peers.len(),
-            appended_at_us: 0,
             peers,
-            table,
-            journal,
+            core,
             driver,
-            pending: VecDeque::with_capacity(4096),
-            blocked: VecDeque::new(),
             unblocked: Rc::new(tokio::sync::Notify::new()),
             journal_timer: Rc::new(tokio::sync::Notify::new()),
             journal_timer_at_us: u64::MAX,
@@ -467,111 +424,48 @@ impl Shard {
         // One clock read for the LAC's wall-clock time and the write cache's stage.
         let handled_at = now_us();
         let now = ms_at(handled_at);
-        let decision = match &frame.request {
-            Request::AddEntry {
-                ledger_id,
-                entry_id,
-                master_key,
-                body,
-                recovery,
-                ..
-            } => {
-                if self.read_only || !self.state.accepts_add(high_priority(&frame)) {
-                    Decision::Reply(frame.request.error_response(StatusCode::EREADONLY))
-                } else {
-                    self.m()
-                        .write_bytes
-                        .fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                    let started = handled_at;
-                    slowdown::add();
-                    let d = self.table.add(
-                        *ledger_id,
-                        *entry_id,
-                        master_key,
-                        body.clone(),
-                        *recovery,
-                        now,
-                    );
-                    self.m().stage(Stage::WriteCache, started);
-                    self.wake_watchers(*ledger_id);
-                    d
-                }
+        let request = &frame.request;
+        let writable = !self.read_only
+            && match request {
+                Request::AddEntry { .. } => self.state.accepts_add(high_priority(&frame)),
+                Request::WriteLac { .. } => self.state.accepts_write_lac(),
+                _ => true,
+            };
+        match request {
+            Request::AddEntry { body, .. } if writable => {
+                self.m()
+                    .write_bytes
+                    .fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                slowdown::add();
             }
-            Request::ReadEntry {
-                ledger_id,
-                entry_id,
-                master_key,
-                flag,
+            Request::ReadEntry { .. } => slowdown::read(),
+            _ => {}
+        }
+        let decision = self
+            .core
+            .decide(request, v3, now, writable, self.max_batch_read_bytes);
+        if writable && matches!(request, Request::AddEntry { .. }) {
+            self.m().stage(Stage::WriteCache, handled_at);
+        }
+        if let Some(ledger) = ShardCore::<RealStorage, Responder>::wakes_watchers(request) {
+            // A fence wakes them even on a read-only shard; an add or explicit LAC it refused
+            // changed nothing.
+            if writable || matches!(request, Request::ReadEntry { .. }) {
+                self.wake_watchers(ledger);
+            }
+        }
+        if let (
+            Decision::WaitLac {
+                ledger,
                 previous_lac,
-                time_out,
-            } => {
-                slowdown::read();
-                let d = self.table.read(
-                    *ledger_id,
-                    *entry_id,
-                    *flag,
-                    master_key.as_ref(),
-                    *previous_lac,
-                    *time_out,
-                    v3,
-                );
-                if *flag == Some(ReadFlag::FenceLedger) {
-                    self.wake_watchers(*ledger_id);
-                }
-                if let Decision::WaitLac {
-                    ledger,
-                    previous_lac,
-                    timeout_ms,
-                } = d
-                {
-                    return self.watch(ledger, *entry_id, previous_lac, *flag, timeout_ms, to);
-                }
-                d
-            }
-            Request::BatchReadEntry {
-                ledger_id,
-                start_entry_id,
-                request_id,
-                max_count,
-                max_size,
-                fence,
-                master_key,
-            } => self.table.batch_read(
-                *ledger_id,
-                *start_entry_id,
-                *request_id,
-                *max_count,
-                (*max_size).min(self.max_batch_read_bytes),
-                *fence,
-                master_key.as_ref(),
-            ),
-            Request::WriteLac {
-                ledger_id,
-                master_key,
-                body,
-                ..
-            } => {
-                if self.read_only || !self.state.accepts_write_lac() {
-                    Decision::Reply(frame.request.error_response(StatusCode::EREADONLY))
-                } else {
-                    let d = self
-                        .table
-                        .write_lac(*ledger_id, master_key, body.clone(), now);
-                    self.wake_watchers(*ledger_id);
-                    d
-                }
-            }
-            Request::ReadLac { ledger_id } => self.table.read_lac(*ledger_id),
-            Request::ForceLedger { ledger_id } => self.table.force_ledger(*ledger_id),
-            Request::GetListOfEntriesOfLedger { ledger_id } => self.table.list_entries(*ledger_id),
-            // Answered by `dispatch` on the connection's shard.
-            Request::Auth(_)
-            | Request::StartTls
-            | Request::GetBookieInfo { .. }
-            | Request::Unsupported { .. } => {
-                Decision::Reply(frame.request.error_response(StatusCode::EBADREQ))
-            }
-        };
+                timeout_ms,
+            },
+            Request::ReadEntry { entry_id, flag, .. },
+        ) = (&decision, request)
+        {
+            let (ledger, previous_lac, timeout_ms) = (*ledger, *previous_lac, *timeout_ms);
+            return self.watch(ledger, *entry_id, previous_lac, *flag, timeout_ms, to);
+        }
         self.carry_out(decision, &frame.request, to);
     }
 
@@ -584,53 +478,21 @@ impl Shard {
                 record,
                 reply,
             } => {
-                let mut records: Vec<JournalRecord> = Vec::new();
-                let mut last = None;
-                for r in [master_key, record].into_iter().flatten() {
-                    if !records.is_empty() || !self.blocked.is_empty() {
-                        records.push(r);
-                        continue;
-                    }
-                    match self.append(&r) {
-                        Ok(lsn) => last = Some(lsn),
-                        Err(StatusCode::ETOOMANYREQUESTS) => records.push(r),
-                        Err(status) => {
-                            return self.respond(to, request.error_response(status));
-                        }
-                    }
+                let committed = self.core.commit(master_key, record, reply, to, now_us());
+                if self.core.take_stopped() {
+                    self.set_failed("journal stopped");
                 }
-                if !records.is_empty() {
-                    // Every journal buffer is busy: keep the order, stop reading sockets.
-                    self.blocked.push_back(Blocked {
-                        at: now_us(),
-                        records,
-                        to,
-                        reply,
-                    });
-                    return;
-                }
-                match last {
-                    Some(lsn) => self.pending.push_back(Pending {
-                        // The time `append` read, a few instructions ago.
-                        at: self.appended_at_us,
-                        lsn,
-                        to,
-                        reply,
-                    }),
-                    None => self.answer(to, reply),
+                match committed {
+                    Committed::Waiting => {}
+                    Committed::Now(to, reply) => self.answer(to, reply),
+                    Committed::Failed(to, status) => {
+                        self.respond(to, request.error_response(status))
+                    }
                 }
             }
             Decision::AfterDurable(reply) => {
-                let lsn = Lsn(self.journal.next_lsn().0 - 1);
-                if lsn <= self.journal.durable_lsn() {
+                if let Some((to, reply)) = self.core.after_durable(reply, to, now_us()) {
                     self.respond(to, reply);
-                } else {
-                    self.pending.push_back(Pending {
-                        at: now_us(),
-                        lsn,
-                        to,
-                        reply: Answer::Now(reply),
-                    });
                 }
             }
             Decision::WaitLac { .. } => {
@@ -698,20 +560,20 @@ impl Shard {
         };
         for _ in 0..passes {
             let now = self.now_us();
-            if let Err(err) = self.journal.tick(now, true) {
+            if let Err(err) = self.core.journal.tick(now, true) {
                 if !self.read_only {
                     log::error!("shard {}: {err}; the shard is read-only now", self.id);
                 }
                 self.set_failed("journal write failed");
                 break;
             }
-            if !self.journal.has_pending() {
+            if !self.core.journal.has_pending() {
                 break;
             }
         }
         self.append_blocked();
         self.expire_run_waits();
-        if let Some(at) = self.journal.next_deadline_us() {
+        if let Some(at) = self.core.journal.next_deadline_us() {
             if at < self.journal_timer_at_us {
                 self.journal_timer_at_us = at;
                 self.journal_timer.notify_one();
@@ -720,10 +582,8 @@ impl Shard {
         // Readers hold back while this journal has records to make durable (disk_share.rs).
         self.store
             .disk_share
-            .journal_waiting(self.id, self.journal.has_pending());
-        let durable = self.journal.durable_lsn();
-        while self.pending.front().is_some_and(|p| p.lsn <= durable) {
-            let p = self.pending.pop_front().expect("front");
+            .journal_waiting(self.id, self.core.journal.has_pending());
+        while let Some(p) = self.core.take_durable() {
             self.m().journal_add(p.at);
             self.m().stage(Stage::Journal, p.at);
             if p.to.op() == Op::AddEntry {
@@ -734,27 +594,10 @@ impl Shard {
         self.maybe_flush();
         self.note_cache_full();
         self.publish_gauges();
-        if self.read_only && self.journal.stopped().is_some() {
+        if self.read_only && self.core.journal.stopped().is_some() {
             // Nothing pending will ever be durable: fail it rather than hang the clients.
-            while let Some(p) = self.pending.pop_front() {
-                let status = StatusCode::EIO;
-                let reply = match p.reply {
-                    Answer::Disk(read) => read_thread::error_reply(&read, status),
-                    Answer::Now(Response::AddEntry {
-                        ledger_id,
-                        entry_id,
-                        ..
-                    }) => Response::AddEntry {
-                        status,
-                        ledger_id,
-                        entry_id,
-                    },
-                    Answer::Now(other) => Response::Error {
-                        operation: other.operation(),
-                        status,
-                    },
-                };
-                self.respond(p.to, reply);
+            while let Some((to, reply)) = self.core.fail_pending() {
+                self.respond(to, reply);
             }
         }
     }
@@ -769,7 +612,7 @@ impl Shard {
 
     /// The ids of the ledgers this shard holds (HTTP list_ledgers).
     pub fn ledger_ids(&self) -> Vec<i64> {
-        self.table.ids().collect()
+        self.core.table.ids().collect()
     }
 }
 

@@ -400,7 +400,9 @@ impl LedgerTable {
     }
 
     fn store(l: &mut Ledger, cached: &mut usize, entry: i64, body: Bytes, now_ms: i64) {
-        if let Some(lac) = entry_lac(&body) {
+        // Planted bug (`bookie::sim`): the LAC follows the entry ids, not the writer's word.
+        let planted = mutation::on(mutation::Mutation::LacEarly).then_some(entry);
+        if let Some(lac) = planted.or_else(|| entry_lac(&body)) {
             if lac > l.lac {
                 l.lac = lac;
                 l.lac_updated_ms = now_ms;
@@ -541,7 +543,7 @@ impl LedgerTable {
 
 /// Test helpers shared by the tests of `ledger` and `ledger_read`.
 #[cfg(test)]
-pub(super) mod test_support {
+pub(crate) mod test_support {
     use bytes::Bytes;
     use net::StatusCode;
 

@@ -101,7 +101,9 @@ impl LedgerTable {
         let reply = self.entry_answer(ledger, entry, v3, false);
         Decision::Journal {
             master_key: key_record,
-            record: newly_fenced.then_some(JournalRecord::Fence { ledger }),
+            // Planted bug (`bookie::sim`): the fence is not journaled, so a restart forgets it.
+            record: (newly_fenced && !mutation::on(mutation::Mutation::FenceNotPersisted))
+                .then_some(JournalRecord::Fence { ledger }),
             reply,
         }
     }
