@@ -294,6 +294,11 @@ impl<S: Storage> Journal<S> {
         storage
             .sync_dir()
             .map_err(dir_io("sync", "journal directory"))?;
+        // The log is cut after the stop mark (the seal durable, the segments after it freed
+        // durably): the mark has done its work.
+        if rec.stop_mark_file {
+            crate::stopmark::remove(&mut storage)?;
+        }
 
         let free_before_prep = free.len();
         let buffers = config.max_groups_in_flight + 2;
@@ -634,6 +639,14 @@ impl<S: Storage> Journal<S> {
         if let Err(e) = self.storage.submit_pending() {
             self.stop(e);
         }
+    }
+
+    /// Writes the stop mark (`crate::stopmark`) of a stopped journal through `storage`, a
+    /// handle of its own on the journal's directory: its durable LSN, after which the next open
+    /// cuts the log. `None` when the journal has not stopped.
+    pub fn write_stop_mark<T: Storage>(&self, storage: &mut T) -> Option<Result<(), IoError>> {
+        self.stopped?;
+        Some(crate::stopmark::write(storage, self.durable_lsn))
     }
 
     fn check_stopped(&self) -> Result<(), JournalError> {

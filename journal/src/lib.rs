@@ -19,6 +19,7 @@ mod io;
 pub mod journal;
 pub mod policy;
 pub mod recovery;
+pub mod stopmark;
 
 pub use config::{JournalConfig, RecoveryMode};
 pub use error::{AppendError, CorruptionKind, JournalError};

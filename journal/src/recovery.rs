@@ -120,12 +120,24 @@ pub(crate) struct Recovered {
     pub next_segment_id: u64,
     pub next_generation: u64,
     pub report: RecoveryReport,
+    /// A stop mark file is there (valid or not): removed once the cut is durable.
+    pub stop_mark_file: bool,
 }
 
 enum ScanEnd {
     Sealed,
-    Break { at: u64, fault: RecordFault },
-    SequenceJump { at: u64 },
+    Break {
+        at: u64,
+        fault: RecordFault,
+    },
+    SequenceJump {
+        at: u64,
+    },
+    /// A record after the stop mark's durable LSN: never durable, never acknowledged.
+    Untrusted {
+        at: u64,
+        durable: Lsn,
+    },
 }
 
 fn io_err(what: &'static str, file: &str) -> impl Fn(IoError) -> JournalError {
@@ -145,6 +157,13 @@ pub(crate) fn recover<S: Storage>(
     visit: &mut dyn FnMut(Lsn, &[u8]),
     visit_lost: &mut dyn FnMut(Lsn, &[u8]),
 ) -> Result<Recovered, JournalError> {
+    // A journal that stopped after a failed write or sync left where its durable log ended:
+    // nothing after it is trusted, whatever the page cache still shows.
+    let found = crate::stopmark::read(storage)?;
+    let stop_mark = match found {
+        crate::stopmark::Found::Mark(lsn) => Some(lsn),
+        _ => None,
+    };
     let names = storage
         .list()
         .map_err(io_err("list", "journal directory"))?;
@@ -222,7 +241,25 @@ pub(crate) fn recover<S: Storage>(
         let end = loop {
             let rec = read_record(storage, &mut reader, pos, &header, seed, max_payload)
                 .map_err(io_err("read", &name))?;
+            // With a stop mark, once every record up to its durable LSN is read, whatever
+            // follows was written by the stopped journal after its last good sync (records,
+            // padding, its own segment end, or bytes the page cache lost), and only a seal a
+            // recovery wrote since is trusted.
+            let past_mark = match (stop_mark, expected) {
+                (Some(d), Some(e)) => e.0 > d.0,
+                (Some(d), None) => d.0 == 0,
+                (None, _) => false,
+            };
             let (kind, flags, lsn, payload_total) = match rec {
+                Ok((RecordKind::SegmentEnd, FLAG_RECOVERY_SEAL, lsn, total)) => {
+                    (RecordKind::SegmentEnd, FLAG_RECOVERY_SEAL, lsn, total)
+                }
+                Ok(_) | Err(_) if past_mark => {
+                    break ScanEnd::Untrusted {
+                        at: pos,
+                        durable: stop_mark.expect("past the mark"),
+                    }
+                }
                 Ok(r) => r,
                 Err(fault) => break ScanEnd::Break { at: pos, fault },
             };
@@ -239,6 +276,12 @@ pub(crate) fn recover<S: Storage>(
                 break ScanEnd::SequenceJump { at: pos };
             }
             match kind {
+                RecordKind::Data if stop_mark.is_some_and(|d| lsn > d) => {
+                    break ScanEnd::Untrusted {
+                        at: pos,
+                        durable: stop_mark.expect("checked"),
+                    };
+                }
                 RecordKind::Data => {
                     report.records_seen += 1;
                     if lsn >= replay_from {
@@ -269,6 +312,29 @@ pub(crate) fn recover<S: Storage>(
                 live.push(LiveSegment { id, last_lsn });
                 i += 1;
                 continue;
+            }
+            ScanEnd::Untrusted { at, durable } => {
+                let beyond = scan_beyond(storage, &mut reader, &header, max_payload, at, None)
+                    .map_err(io_err("read", &name))?;
+                storage.close(file);
+                log::warn!(
+                    "journal: the last run stopped after a failed write or sync, its log durable \
+                     up to lsn {}; what follows in {name} from offset {at} ({beyond}) was never \
+                     durable nor acknowledged: the log is cut there",
+                    durable.0
+                );
+                report.torn_tail =
+                    Some((name.clone(), at, format!("stopped at lsn {}", durable.0)));
+                report.beyond_cut = beyond;
+                free.extend(live_ids[i + 1..].iter().map(|id| segment_file_name(*id)));
+                seal = Some(PendingSeal {
+                    id,
+                    header,
+                    offset: align_up(at as usize) as u64,
+                    next_lsn: expected.unwrap_or(Lsn(1)),
+                });
+                live.push(LiveSegment { id, last_lsn });
+                break;
             }
             ScanEnd::SequenceJump { at } => {
                 let scan = scan_beyond(
@@ -405,6 +471,7 @@ pub(crate) fn recover<S: Storage>(
         next_segment_id: max_id + 1,
         next_generation: max_generation + 1,
         report,
+        stop_mark_file: found != crate::stopmark::Found::None,
     })
 }
 

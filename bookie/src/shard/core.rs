@@ -57,6 +57,8 @@ pub struct ShardCore<S: Storage, T> {
     pub appended_at_us: u64,
     /// The journal stopped (a failed write or sync) since the owner last asked.
     stopped: bool,
+    /// The stopped journal's stop mark was written (or tried).
+    stop_marked: bool,
 }
 
 impl<S: Storage, T> ShardCore<S, T> {
@@ -104,6 +106,7 @@ impl<S: Storage, T> ShardCore<S, T> {
             blocked: VecDeque::new(),
             appended_at_us: 0,
             stopped: false,
+            stop_marked: false,
         })
     }
 
@@ -226,6 +229,20 @@ impl<S: Storage, T> ShardCore<S, T> {
                 Err(StatusCode::EIO)
             }
         }
+    }
+
+    /// Whether the journal stopped and its stop mark is still to be written.
+    pub fn needs_stop_mark(&self) -> bool {
+        !self.stop_marked && self.journal.stopped().is_some()
+    }
+
+    /// Writes the stopped journal's stop mark (`journal::stopmark`) through `storage`, a handle
+    /// of its own on the journal directory: the next start cuts the log where it was durable,
+    /// whatever the page cache still holds after the failed sync. Once; a failure is the
+    /// caller's to log (the next start then trusts what it reads, as before).
+    pub fn write_stop_mark<U: Storage>(&mut self, storage: &mut U) -> Result<(), storage::IoError> {
+        self.stop_marked = true;
+        self.journal.write_stop_mark(storage).unwrap_or(Ok(()))
     }
 
     /// Whether the journal was found stopped since the last call.

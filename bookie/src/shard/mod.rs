@@ -594,11 +594,45 @@ impl Shard {
         self.maybe_flush();
         self.note_cache_full();
         self.publish_gauges();
+        if self.core.needs_stop_mark() {
+            self.write_stop_mark();
+        }
         if self.read_only && self.core.journal.stopped().is_some() {
             // Nothing pending will ever be durable: fail it rather than hang the clients.
             while let Some((to, reply)) = self.core.fail_pending() {
                 self.respond(to, reply);
             }
+        }
+    }
+
+    /// The journal stopped: where its durable log ends goes to its directory's stop mark
+    /// (`journal::stopmark`), through a psync handle of its own, so that a restart does not
+    /// adopt records the page cache kept but the disk never had.
+    fn write_stop_mark(&mut self) {
+        let written = storage::open_dir_with(
+            &self.journal_dir,
+            4,
+            true,
+            storage::uring::UringWake::EventFd,
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|mut dir| {
+            self.core
+                .write_stop_mark(&mut dir)
+                .map_err(|e| e.to_string())
+        });
+        match written {
+            Ok(()) => log::warn!(
+                "shard {}: journal {}: stop mark written (durable up to lsn {})",
+                self.id,
+                self.journal_dir.display(),
+                self.core.journal.durable_lsn().0
+            ),
+            Err(e) => log::error!(
+                "shard {}: journal {}: cannot write the stop mark: {e}",
+                self.id,
+                self.journal_dir.display()
+            ),
         }
     }
 

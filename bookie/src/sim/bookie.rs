@@ -353,6 +353,10 @@ impl SimBookie {
             self.answer(s, p.to, p.reply);
         }
         let shard = &mut self.shards[s];
+        if shard.core.needs_stop_mark() {
+            let mut dir = self.disk.storage(&shard.journal_dir);
+            let _ = shard.core.write_stop_mark(&mut dir);
+        }
         if shard.read_only && shard.core.journal.stopped().is_some() {
             while let Some(reply) = shard.core.fail_pending() {
                 self.out.push(reply);
