@@ -359,8 +359,8 @@ pub fn error_reply(read: &DiskRead, status: StatusCode) -> Response {
 
 /// A run read of an entry (`run` entries from it in one device read): the entry's reply, and
 /// the entries after it.
-fn run_read(
-    reader: &mut DiskReader,
+pub(crate) fn run_read<S: storage::Storage>(
+    reader: &mut DiskReader<S>,
     view: &ReadView,
     read: &DiskRead,
     run: usize,

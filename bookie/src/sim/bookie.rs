@@ -24,10 +24,11 @@ use tokio::sync::mpsc;
 use crate::admin::metrics::Metrics;
 use crate::config::GcConfig;
 use crate::gc::compaction::GcRunner;
+use crate::read::ahead::{ReadAhead, Step, Via, RUNS_PER_ASK};
 use crate::read::disk_reader::DiskReader;
 use crate::read::read_thread;
 use crate::shard::core::{Committed, ShardCore};
-use crate::shard::mailbox::{GcRequest, StoreEvent};
+use crate::shard::mailbox::{GcRequest, RunLanded, StoreEvent};
 use crate::shard::shard_of;
 use crate::store::ledger::{Answer, Decision, DiskRead, LedgerTable};
 
@@ -54,6 +55,8 @@ pub struct BookieSettings {
     /// How long a request for another shard's ledger takes to cross.
     pub hop_us: (u64, u64),
     pub max_batch_read_bytes: i64,
+    /// The read-ahead cache per shard, bytes (0: off) and entries per run.
+    pub read_ahead: (usize, usize),
 }
 
 struct Watcher {
@@ -78,8 +81,15 @@ struct SimShard {
     flushing: Option<(u64, u64)>,
     last_flush_us: u64,
     gc_requested: bool,
-    /// Reads handed to the reader: when it gets to each, the view it was given, the read.
-    reads: VecDeque<(u64, Arc<ReadView>, DiskRead, Token)>,
+    /// Reads handed to the reader: when it gets to each, the view it was given, the read,
+    /// and how many entries to read from it (a run read of the read-ahead).
+    reads: VecDeque<(u64, Arc<ReadView>, DiskRead, Token, usize)>,
+    /// Runs the read-ahead asked for (`DiskRead::Prefetch`): when the reader gets to them.
+    asks: VecDeque<(u64, Arc<ReadView>, u64, u64)>,
+    /// Runs read, on their way back to the shard: when they arrive.
+    landed: VecDeque<(u64, RunLanded)>,
+    /// The shard's read-ahead policy (`read::ahead`), the real one.
+    read_ahead: ReadAhead<(DiskRead, Token)>,
     watchers: Vec<Watcher>,
     read_only: bool,
     journal_dir: String,
@@ -146,7 +156,9 @@ impl SimBookie {
                 core.journal.recovery_report().records_replayed,
                 core.journal.recovery_report()
             );
-            let reader = Reader::new(disk.storage(&ledger_dir), &settings.store);
+            // Runs of up to 256 KiB (`dbStorage_readAheadCacheBatchBytesSize`'s default).
+            let reader =
+                Reader::new(disk.storage(&ledger_dir), &settings.store).with_run_bytes(256 << 10);
             let (events_tx, events_rx) = mpsc::unbounded_channel();
             shards.push(SimShard {
                 core,
@@ -160,6 +172,9 @@ impl SimBookie {
                 last_flush_us: disk.now_us(),
                 gc_requested: false,
                 reads: VecDeque::new(),
+                asks: VecDeque::new(),
+                landed: VecDeque::new(),
+                read_ahead: ReadAhead::new(settings.read_ahead.0, settings.read_ahead.1),
                 watchers: Vec::new(),
                 read_only: false,
                 journal_dir,
@@ -296,10 +311,133 @@ impl SimBookie {
     }
 
     fn read_disk(&mut self, s: usize, read: DiskRead, to: Token) {
+        self.read_disk_via(s, read, to, Via::Request);
+    }
+
+    /// `Shard::read_disk_via` (`shard/cold_read.rs`): the read-ahead policy decides — a hit
+    /// answered here, a read parked on a run in flight, or a read (single or run) for the
+    /// reader; runs it asks for go to the reader as prefetches.
+    fn read_disk_via(&mut self, s: usize, read: DiskRead, to: Token, via: Via) {
+        let now = self.now_us();
         let (lo, hi) = self.settings.read_delay_us;
-        let at = self.now_us() + self.rng.range(lo, hi);
+        let (ledger, entry) = match read {
+            DiskRead::Entry { ledger, entry, .. } => (ledger, u64::try_from(entry).ok()),
+            _ => (0, None),
+        };
         let shard = &mut self.shards[s];
-        shard.reads.push_back((at, shard.view.clone(), read, to));
+        let mut asked = Vec::new();
+        let mut ask = |ledger: u64, start: u64| {
+            asked.push((ledger, start));
+            true
+        };
+        let step = shard
+            .read_ahead
+            .miss(ledger as u64, entry, (read, to), via, now, &mut ask);
+        for (ledger, start) in asked {
+            let at = now + self.rng.range(lo, hi);
+            shard
+                .asks
+                .push_back((at, shard.view.clone(), ledger, start));
+        }
+        let (read, to, run) = match step {
+            Step::Parked => return,
+            Step::Hit {
+                read:
+                    (
+                        DiskRead::Entry {
+                            ledger,
+                            reply_entry_id,
+                            max_lac,
+                            ..
+                        },
+                        to,
+                    ),
+                body,
+            } => {
+                let reply = read_thread::entry_reply(ledger, reply_entry_id, max_lac, Some(body));
+                self.out.push((to, reply));
+                return;
+            }
+            Step::Hit {
+                read: (read, to), ..
+            } => (read, to, 1),
+            Step::Read {
+                read: (read, to),
+                run,
+            } => (read, to, run),
+        };
+        let at = now + self.rng.range(lo, hi);
+        shard
+            .reads
+            .push_back((at, shard.view.clone(), read, to, run));
+    }
+
+    /// The reader's work that is due: reads (a run read reports the entries after its own
+    /// as a run landed), and the runs the read-ahead asked for.
+    fn serve_reads(&mut self, s: usize, now: u64) {
+        let (lo, hi) = self.settings.read_delay_us;
+        let run_entries = self.settings.read_ahead.1.max(1);
+        let shard = &mut self.shards[s];
+        while shard.reads.front().is_some_and(|r| r.0 <= now) {
+            let (_, view, read, to, run) = shard.reads.pop_front().expect("front");
+            match read {
+                DiskRead::Entry { ledger, entry, .. } if run > 1 => {
+                    let (reply, rest) = read_thread::run_read(&mut shard.reader, &view, &read, run);
+                    self.out.push((to, reply));
+                    let next = entry as u64 + 1;
+                    let at = now + self.rng.range(lo, hi);
+                    shard.landed.push_back((
+                        at,
+                        RunLanded {
+                            ledger: ledger as u64,
+                            start: next,
+                            bodies: rest,
+                            trigger: Some(next),
+                            more: None,
+                        },
+                    ));
+                }
+                _ => {
+                    let reply = read_thread::execute(&mut shard.reader, &view, &read, 16);
+                    self.out.push((to, reply));
+                }
+            }
+        }
+        while shard.asks.front().is_some_and(|a| a.0 <= now) {
+            let (_, view, ledger, entry) = shard.asks.pop_front().expect("front");
+            let mut runs = Vec::new();
+            let landed = |start: u64, bodies: Vec<bytes::Bytes>, more: Option<(u64, u64)>| {
+                runs.push(RunLanded {
+                    ledger,
+                    start,
+                    trigger: (start == entry).then_some(entry),
+                    more,
+                    bodies,
+                });
+            };
+            // Only a read ahead: a failure leaves the entries to be read when asked for.
+            let _ =
+                shard
+                    .reader
+                    .read_runs(&view, ledger, entry, (RUNS_PER_ASK, run_entries), landed);
+            for run in runs {
+                let at = now + self.rng.range(lo, hi);
+                shard.landed.push_back((at, run));
+            }
+        }
+        // Runs back at the shard: into the cache, and the reads parked on them answered.
+        while self.shards[s].landed.front().is_some_and(|l| l.0 <= now) {
+            let (_, run) = self.shards[s].landed.pop_front().expect("front");
+            let (reads, via) = self.shards[s].read_ahead.landed(run, now);
+            for (read, to) in reads {
+                self.read_disk_via(s, read, to, via);
+            }
+        }
+        // Reads parked on a run that never came go to the reader alone.
+        let deadline = now.saturating_sub(2_000_000);
+        for (read, to) in self.shards[s].read_ahead.expired(deadline) {
+            self.read_disk_via(s, read, to, Via::Late);
+        }
     }
 
     fn wake_watchers(&mut self, s: usize, ledger: i64) {
@@ -382,12 +520,7 @@ impl SimBookie {
         self.maybe_flush(s, now)?;
         self.store_events(s);
         // The reader: reads it got to, each through the view it was handed.
-        let shard = &mut self.shards[s];
-        while shard.reads.front().is_some_and(|r| r.0 <= now) {
-            let (_, view, read, to) = shard.reads.pop_front().expect("front");
-            let reply = read_thread::execute(&mut shard.reader, &view, &read, 16);
-            self.out.push((to, reply));
-        }
+        self.serve_reads(s, now);
         let shard = &mut self.shards[s];
         if shard.gc.active() && shard.flushing.is_none() {
             shard.gc.step(&mut shard.store, &shard.events_tx);
@@ -554,6 +687,14 @@ impl SimBookie {
             f.pending += s.core.pending.len() + s.core.blocked.len();
         }
         f
+    }
+
+    /// Reads answered from the read-ahead cache, over every shard.
+    pub fn read_ahead_hits(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.read_ahead.cache_stats().2)
+            .sum()
     }
 
     /// Whether the shard of connection `conn` stops reading sockets (`Shard::is_blocked`):

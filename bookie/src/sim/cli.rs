@@ -75,8 +75,8 @@ pub fn main(args: SimArgs) -> Result<(), String> {
     if let Some(seed) = args.seed {
         let o = run(seed, &options);
         println!(
-            "seed {seed}: {} steps, {} restarts, trace hash {:016x}, {:?}",
-            o.steps, o.restarts, o.trace_hash, o.counts
+            "seed {seed}: {} steps, {} restarts, {} read-ahead hits, trace hash {:016x}, {:?}",
+            o.steps, o.restarts, o.read_ahead_hits, o.trace_hash, o.counts
         );
         return match &o.failure {
             None => Ok(()),
@@ -94,7 +94,7 @@ pub fn main(args: SimArgs) -> Result<(), String> {
         .hours
         .map(|h| started + std::time::Duration::from_secs_f64(h * 3600.0));
     let (mut passed, mut failed, mut sweep_hash) = (0u64, 0u64, 0xcbf2_9ce4_8422_2325u64);
-    let (mut acked, mut restarts) = (0u64, 0u64);
+    let (mut acked, mut restarts, mut hits) = (0u64, 0u64, 0u64);
     let mut seed = args.from;
     loop {
         match deadline {
@@ -106,6 +106,7 @@ pub fn main(args: SimArgs) -> Result<(), String> {
         sweep_hash = (sweep_hash ^ o.trace_hash).wrapping_mul(0x0100_0000_01b3);
         acked += o.counts.adds_acked;
         restarts += o.restarts;
+        hits += o.read_ahead_hits;
         seed += 1;
         if o.failure.is_some() {
             failed += 1;
@@ -119,7 +120,7 @@ pub fn main(args: SimArgs) -> Result<(), String> {
     }
     println!(
         "sim: seeds {}..{seed} (end excluded): {passed} passed, {failed} failed; {acked} adds acknowledged, \
-         {restarts} restarts; {:.1} s; sweep hash {sweep_hash:016x}",
+         {restarts} restarts, {hits} read-ahead hits; {:.1} s; sweep hash {sweep_hash:016x}",
         args.from,
         started.elapsed().as_secs_f64()
     );

@@ -66,6 +66,8 @@ pub struct Outcome {
     pub steps: u64,
     pub restarts: u64,
     pub counts: model::Counts,
+    /// Reads the read-ahead cache answered (the policy was exercised).
+    pub read_ahead_hits: u64,
     /// The broken rule, with the last events before it.
     pub failure: Option<Failure>,
 }
@@ -155,6 +157,12 @@ fn settings(rng: &mut SimRng) -> (BookieSettings, SimConfig, bool) {
         max_groups_in_flight: rng.range(1, 4) as usize,
         zero_fill_chunk_bytes: 16 << 10,
         max_free_segments: rng.below(3) as usize,
+        // Both recovery modes; without corruption planted on the disk they must agree.
+        recovery_mode: if rng.chance(0.3) {
+            journal::RecoveryMode::TolerateCorruption
+        } else {
+            journal::RecoveryMode::Strict
+        },
         ..journal::JournalConfig::default()
     };
     let min = 2 * 4096 + journal.group_buffer_bytes() as u64;
@@ -178,6 +186,14 @@ fn settings(rng: &mut SimRng) -> (BookieSettings, SimConfig, bool) {
         read_delay_us: (10, rng.range(20, 5_000)),
         hop_us: (5, rng.range(10, 2_000)),
         max_batch_read_bytes: 16 << 20,
+        read_ahead: if rng.chance(0.3) {
+            (0, 1)
+        } else {
+            (
+                [16 << 10, 256 << 10, 4 << 20][rng.below(3) as usize],
+                rng.range(2, 33) as usize,
+            )
+        },
     };
     // Latencies: mostly fast; some seeds with stalls of several milliseconds.
     let max_latency = if rng.chance(0.2) {
@@ -226,6 +242,8 @@ pub fn run(seed: u64, options: &SimOptions) -> Outcome {
         steps: sim.step,
         restarts: sim.restarts,
         counts: sim.model.counts,
+        read_ahead_hits: sim.read_ahead_hits
+            + sim.bookie.as_ref().map_or(0, |b| b.read_ahead_hits()),
         failure,
     }
 }
@@ -241,6 +259,8 @@ struct Sim {
     next_conn: u64,
     step: u64,
     restarts: u64,
+    /// Read-ahead hits of the bookies stopped so far.
+    read_ahead_hits: u64,
     trace: Trace,
 }
 
@@ -262,6 +282,7 @@ impl Sim {
             next_conn: 0,
             step: 0,
             restarts: 0,
+            read_ahead_hits: 0,
             trace: Trace::new(trace_lines),
         }
     }
@@ -633,6 +654,7 @@ impl Sim {
     /// A power loss (`crash`) or a clean stop, then a start on what the disk kept.
     fn restart(&mut self, crash: bool) -> Result<(), Violation> {
         let bookie = self.bookie.take().expect("up");
+        self.read_ahead_hits += bookie.read_ahead_hits();
         if crash {
             drop(bookie);
             self.disk.crash();

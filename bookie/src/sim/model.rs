@@ -198,8 +198,9 @@ pub struct Model {
     pub in_flight: BTreeMap<(u64, RequestId), InFlight>,
     /// Whether read faults are on: an EIO read is then allowed.
     pub read_faults: bool,
-    /// Whether write faults are on: failed adds are then allowed.
     pub counts: Counts,
+    /// A catch-up reader: the ledger it reads through in order, and its next entry.
+    catch_up: Option<(i64, i64)>,
 }
 
 /// What happened, for the run's summary.
@@ -227,6 +228,7 @@ impl Model {
             in_flight: BTreeMap::new(),
             read_faults,
             counts: Counts::default(),
+            catch_up: None,
         }
     }
 
@@ -259,6 +261,34 @@ impl Model {
             self.ledgers.insert(id, LedgerModel::new(Bytes::from(key)));
         }
         let ids: Vec<i64> = self.ledgers.keys().copied().collect();
+        // A catch-up reader reads a ledger in order, one entry after the other (the
+        // read-ahead's case): a third of the requests while it has entries left.
+        if let Some((ledger, entry)) = self.catch_up {
+            let l = &self.ledgers[&ledger];
+            if entry < l.next && !l.unlisted && rng.chance(0.5) {
+                self.catch_up = Some((ledger, entry + 1));
+                let must_exist = l.acked.contains(&entry) && l.collected_at.is_none();
+                return Some((
+                    read(ledger, entry, None),
+                    self_read(ledger, entry, must_exist),
+                ));
+            }
+            if entry >= l.next || l.unlisted {
+                self.catch_up = None;
+            }
+        } else if rng.chance(0.05) {
+            // A ledger no longer written (its entries flushed by now, likely): the catch-up
+            // of a reader that fell behind.
+            let done: Vec<i64> = self
+                .ledgers
+                .iter()
+                .filter(|(_, l)| (l.broken || l.fenced_at.is_some()) && !l.unlisted && l.next > 3)
+                .map(|(&id, _)| id)
+                .collect();
+            if !done.is_empty() {
+                self.catch_up = Some((done[rng.below(done.len() as u64) as usize], 0));
+            }
+        }
         let ledger = ids[rng.below(ids.len() as u64) as usize];
         let l = self.ledgers.get_mut(&ledger).expect("picked");
         if l.unlisted {
@@ -277,13 +307,16 @@ impl Model {
                 l.bodies.insert(entry, body.clone());
                 l.lac_vouched = l.lac_vouched.max(lac);
                 l.in_flight += 1;
+                // Some with DEFERRED_SYNC: this bookie syncs them all the same, so they must
+                // survive a crash like any other acknowledged add.
+                let write_flags = rng.chance(0.2).then_some(1);
                 let req = Request::AddEntry {
                     ledger_id: ledger,
                     entry_id: entry,
                     master_key: l.key.clone(),
                     body,
                     recovery: false,
-                    write_flags: None,
+                    write_flags,
                 };
                 Some((
                     req,
