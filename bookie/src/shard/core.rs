@@ -38,6 +38,38 @@ pub struct Blocked<T> {
     pub reply: Answer,
 }
 
+/// A long poll to park: what `LedgerTable::long_poll_reply` answers it with, and its timeout.
+pub struct LongPoll {
+    pub ledger: i64,
+    pub entry: i64,
+    pub previous_lac: i64,
+    pub flag: Option<ReadFlag>,
+    pub timeout_ms: u64,
+}
+
+impl LongPoll {
+    /// The long poll `decision` asks to park for `request`, if it is one.
+    pub fn of(decision: &Decision, request: &Request) -> Option<LongPoll> {
+        match (decision, request) {
+            (
+                Decision::WaitLac {
+                    ledger,
+                    previous_lac,
+                    timeout_ms,
+                },
+                Request::ReadEntry { entry_id, flag, .. },
+            ) => Some(LongPoll {
+                ledger: *ledger,
+                entry: *entry_id,
+                previous_lac: *previous_lac,
+                flag: *flag,
+                timeout_ms: *timeout_ms,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// What became of a decision's journal records.
 pub enum Committed<T> {
     /// Appended (its reply is pending until durable) or blocked behind busy buffers.
@@ -199,11 +231,14 @@ impl<S: Storage, T> ShardCore<S, T> {
         }
     }
 
-    /// Whether a decision for `request` may have moved its ledger's LAC or fence (long polls
-    /// on it should look again).
-    pub fn wakes_watchers(request: &Request) -> Option<i64> {
+    /// The ledger whose long polls should look again once `request` was decided: an add or
+    /// an explicit LAC the shard took (`writable`) may have moved its LAC, and a fence read
+    /// fences it (even on a read-only shard).
+    pub fn woken_ledger(request: &Request, writable: bool) -> Option<i64> {
         match request {
-            Request::AddEntry { ledger_id, .. } | Request::WriteLac { ledger_id, .. } => {
+            Request::AddEntry { ledger_id, .. } | Request::WriteLac { ledger_id, .. }
+                if writable =>
+            {
                 Some(*ledger_id)
             }
             Request::ReadEntry {

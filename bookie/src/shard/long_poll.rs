@@ -13,15 +13,14 @@ pub(super) struct Watcher {
 
 impl Shard {
     /// Registers a long poll; the shard's timer task expires it.
-    pub(super) fn watch(
-        &mut self,
-        ledger: i64,
-        entry: i64,
-        previous_lac: i64,
-        flag: Option<ReadFlag>,
-        timeout_ms: u64,
-        to: Responder,
-    ) {
+    pub(super) fn watch(&mut self, poll: LongPoll, to: Responder) {
+        let LongPoll {
+            ledger,
+            entry,
+            previous_lac,
+            flag,
+            timeout_ms,
+        } = poll;
         let id = self.next_watch;
         self.next_watch += 1;
         self.watchers.entry(ledger).or_default().push(Watcher {

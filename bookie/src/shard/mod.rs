@@ -50,7 +50,7 @@ use crate::shard::mailbox::{
 };
 use crate::store::ledger::{Answer, Decision, DiskRead, LedgerTable};
 use crate::store::ledger_storage::{self, LedgerStorageLink};
-use core::{Committed, ShardCore};
+use core::{Committed, LongPoll, ShardCore};
 
 /// Which shard owns `ledger`.
 pub fn shard_of(ledger: i64, shards: usize) -> usize {
@@ -447,24 +447,11 @@ impl Shard {
         if writable && matches!(request, Request::AddEntry { .. }) {
             self.m().stage(Stage::WriteCache, handled_at);
         }
-        if let Some(ledger) = ShardCore::<RealStorage, Responder>::wakes_watchers(request) {
-            // A fence wakes them even on a read-only shard; an add or explicit LAC it refused
-            // changed nothing.
-            if writable || matches!(request, Request::ReadEntry { .. }) {
-                self.wake_watchers(ledger);
-            }
+        if let Some(ledger) = ShardCore::<RealStorage, Responder>::woken_ledger(request, writable) {
+            self.wake_watchers(ledger);
         }
-        if let (
-            Decision::WaitLac {
-                ledger,
-                previous_lac,
-                timeout_ms,
-            },
-            Request::ReadEntry { entry_id, flag, .. },
-        ) = (&decision, request)
-        {
-            let (ledger, previous_lac, timeout_ms) = (*ledger, *previous_lac, *timeout_ms);
-            return self.watch(ledger, *entry_id, previous_lac, *flag, timeout_ms, to);
+        if let Some(poll) = LongPoll::of(&decision, request) {
+            return self.watch(poll, to);
         }
         self.carry_out(decision, &frame.request, to);
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use entrylog::{LedgerStore, LedgerStoreConfig, ReadView, Reader};
 use journal::JournalConfig;
-use net::{ReadFlag, Request, RequestFrame, Response, ResponseHeader, StatusCode};
+use net::{Request, RequestFrame, Response, ResponseHeader, StatusCode};
 use storage::sim::{SimDisk, SimRng, SimStorage};
 use storage::Storage;
 use tokio::sync::mpsc;
@@ -27,7 +27,7 @@ use crate::gc::compaction::GcRunner;
 use crate::read::ahead::{ReadAhead, Step, Via, RUNS_PER_ASK};
 use crate::read::disk_reader::DiskReader;
 use crate::read::read_thread;
-use crate::shard::core::{Committed, ShardCore};
+use crate::shard::core::{Committed, LongPoll, ShardCore};
 use crate::shard::mailbox::{GcRequest, RunLanded, StoreEvent};
 use crate::shard::shard_of;
 use crate::store::ledger::{Answer, Decision, DiskRead, LedgerTable};
@@ -60,10 +60,7 @@ pub struct BookieSettings {
 }
 
 struct Watcher {
-    ledger: i64,
-    entry: i64,
-    previous_lac: i64,
-    flag: Option<ReadFlag>,
+    poll: LongPoll,
     deadline_us: u64,
     to: Token,
 }
@@ -244,26 +241,13 @@ impl SimBookie {
             writable,
             self.settings.max_batch_read_bytes,
         );
-        if let Some(ledger) = ShardCore::<SimStorage, Token>::wakes_watchers(request) {
-            if writable || matches!(request, Request::ReadEntry { .. }) {
-                self.wake_watchers(s, ledger);
-            }
+        if let Some(ledger) = ShardCore::<SimStorage, Token>::woken_ledger(request, writable) {
+            self.wake_watchers(s, ledger);
         }
-        if let (
-            Decision::WaitLac {
-                ledger,
-                previous_lac,
-                timeout_ms,
-            },
-            Request::ReadEntry { entry_id, flag, .. },
-        ) = (&decision, request)
-        {
+        if let Some(poll) = LongPoll::of(&decision, request) {
             self.shards[s].watchers.push(Watcher {
-                ledger: *ledger,
-                entry: *entry_id,
-                previous_lac: *previous_lac,
-                flag: *flag,
-                deadline_us: now_us + timeout_ms * 1000,
+                deadline_us: now_us + poll.timeout_ms * 1000,
+                poll,
                 to,
             });
             return;
@@ -441,25 +425,32 @@ impl SimBookie {
     }
 
     fn wake_watchers(&mut self, s: usize, ledger: i64) {
-        let shard = &mut self.shards[s];
-        let Some(l) = shard.core.table.get(ledger) else {
+        let Some(l) = self.shards[s].core.table.get(ledger) else {
             return;
         };
         let (lac, fenced) = (l.lac, l.fenced);
+        self.answer_watchers(s, |w| {
+            w.poll.ledger == ledger && (lac > w.poll.previous_lac || fenced)
+        });
+    }
+
+    /// Answers the long polls `done` picks (`Shard::wake_watchers`, `expire_watcher`).
+    fn answer_watchers(&mut self, s: usize, done: impl Fn(&Watcher) -> bool) {
+        let shard = &mut self.shards[s];
         let mut i = 0;
         while i < shard.watchers.len() {
-            let w = &shard.watchers[i];
-            if w.ledger == ledger && (lac > w.previous_lac || fenced) {
-                let w = shard.watchers.remove(i);
-                let reply =
-                    shard
-                        .core
-                        .table
-                        .long_poll_reply(w.ledger, w.entry, w.previous_lac, w.flag);
-                self.out.push((w.to, reply));
-            } else {
+            if !done(&shard.watchers[i]) {
                 i += 1;
+                continue;
             }
+            let Watcher { poll, to, .. } = shard.watchers.remove(i);
+            let reply = shard.core.table.long_poll_reply(
+                poll.ledger,
+                poll.entry,
+                poll.previous_lac,
+                poll.flag,
+            );
+            self.out.push((to, reply));
         }
     }
 
@@ -501,21 +492,7 @@ impl SimBookie {
             }
         }
         // Long polls whose time is up.
-        let shard = &mut self.shards[s];
-        let mut i = 0;
-        while i < shard.watchers.len() {
-            if shard.watchers[i].deadline_us <= now {
-                let w = shard.watchers.remove(i);
-                let reply =
-                    shard
-                        .core
-                        .table
-                        .long_poll_reply(w.ledger, w.entry, w.previous_lac, w.flag);
-                self.out.push((w.to, reply));
-            } else {
-                i += 1;
-            }
-        }
+        self.answer_watchers(s, |w| w.deadline_us <= now);
         self.flush_report(s, now);
         self.maybe_flush(s, now)?;
         self.store_events(s);

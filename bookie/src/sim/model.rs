@@ -310,14 +310,7 @@ impl Model {
                 // Some with DEFERRED_SYNC: this bookie syncs them all the same, so they must
                 // survive a crash like any other acknowledged add.
                 let write_flags = rng.chance(0.2).then_some(1);
-                let req = Request::AddEntry {
-                    ledger_id: ledger,
-                    entry_id: entry,
-                    master_key: l.key.clone(),
-                    body,
-                    recovery: false,
-                    write_flags,
-                };
+                let req = add_request(ledger, entry, l.key.clone(), body, false, write_flags);
                 Some((
                     req,
                     Asked::Add {
@@ -334,14 +327,7 @@ impl Model {
                 let body = entry_body(ledger, entry, -1, rng, max_body);
                 l.bodies.insert(entry, body.clone());
                 l.in_flight += 1;
-                let req = Request::AddEntry {
-                    ledger_id: ledger,
-                    entry_id: entry,
-                    master_key: l.key.clone(),
-                    body,
-                    recovery: false,
-                    write_flags: None,
-                };
+                let req = add_request(ledger, entry, l.key.clone(), body, false, None);
                 Some((
                     req,
                     Asked::Add {
@@ -360,14 +346,7 @@ impl Model {
                     l.lac_vouched = l.lac_vouched.max(lac);
                 }
                 l.in_flight += 1;
-                let req = Request::AddEntry {
-                    ledger_id: ledger,
-                    entry_id: entry,
-                    master_key: l.key.clone(),
-                    body,
-                    recovery: true,
-                    write_flags: None,
-                };
+                let req = add_request(ledger, entry, l.key.clone(), body, true, None);
                 Some((
                     req,
                     Asked::Add {
@@ -383,14 +362,7 @@ impl Model {
                 key[0] ^= 0xff;
                 let body = entry_body(ledger, entry, -1, rng, 64);
                 l.in_flight += 1;
-                let req = Request::AddEntry {
-                    ledger_id: ledger,
-                    entry_id: entry,
-                    master_key: Bytes::from(key),
-                    body,
-                    recovery: false,
-                    write_flags: None,
-                };
+                let req = add_request(ledger, entry, Bytes::from(key), body, false, None);
                 Some((req, Asked::BadKey { ledger, entry }))
             }
             // Fencing (recovery's first step), after a writer broke or at random.
@@ -852,6 +824,24 @@ impl Model {
                     (now - f.sent_at) / 1000
                 ))
             })
+    }
+}
+
+fn add_request(
+    ledger: i64,
+    entry: i64,
+    master_key: Bytes,
+    body: Bytes,
+    recovery: bool,
+    write_flags: Option<i32>,
+) -> Request {
+    Request::AddEntry {
+        ledger_id: ledger,
+        entry_id: entry,
+        master_key,
+        body,
+        recovery,
+        write_flags,
     }
 }
 
