@@ -192,6 +192,7 @@ fn main() -> ExitCode {
         if let Some(line) = conf::ignored_line(&sources.ignored) {
             log::warn!("{line}");
         }
+        exit_with_parent()?;
         // Debug builds of the fault campaign only (storage::fault); refused otherwise.
         storage::fault::start_from_env()
             .map_err(|e| cluster::Failure::from(format!("fault injection: {e}")))?;
@@ -233,6 +234,27 @@ fn main() -> ExitCode {
             ExitCode::from(e.code.max(1))
         }
     }
+}
+
+/// `BOOKIE_EXIT_WITH_PARENT=1` (set by bkperf for the bookie it starts): the kernel sends this
+/// process SIGTERM, its ordinary clean stop, when its parent dies, so a bkperf killed by a
+/// signal does not leave its bookie running. An environment variable, not a flag, so that a
+/// bkperf can start an older bookie (the regression gate does) without it refusing an unknown
+/// argument.
+fn exit_with_parent() -> Result<(), cluster::Failure> {
+    if std::env::var_os("BOOKIE_EXIT_WITH_PARENT").is_none() {
+        return Ok(());
+    }
+    let parent = nix::unistd::getppid();
+    nix::sys::prctl::set_pdeathsig(Some(nix::sys::signal::Signal::SIGTERM))
+        .map_err(|e| cluster::Failure::from(format!("BOOKIE_EXIT_WITH_PARENT: {e}")))?;
+    // The parent may have died before the death signal was armed.
+    if nix::unistd::getppid() != parent {
+        return Err(cluster::Failure::from(
+            "BOOKIE_EXIT_WITH_PARENT: the parent is gone".to_string(),
+        ));
+    }
+    Ok(())
 }
 
 /// `bookie initnewcluster|metaformat|listbookies --conf FILE`: `metadata::cli` with the

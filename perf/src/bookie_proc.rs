@@ -110,6 +110,9 @@ impl BookieChild {
             .arg(port.to_string())
             .arg("--data-dir")
             .arg(&dir)
+            // The bookie stops when bkperf dies (killed by a signal, too); a bookie that does
+            // not know the variable ignores it.
+            .env("BOOKIE_EXIT_WITH_PARENT", "1")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
