@@ -98,6 +98,8 @@ struct SimShard {
 pub struct Footprint {
     pub cached_bytes: usize,
     pub pending: usize,
+    /// The fullest read-ahead cache, bytes.
+    pub read_ahead_bytes: usize,
 }
 
 pub struct SimBookie {
@@ -662,6 +664,7 @@ impl SimBookie {
                 .cached_bytes
                 .max(s.core.table.cached_bytes() + s.core.table.frozen_bytes());
             f.pending += s.core.pending.len() + s.core.blocked.len();
+            f.read_ahead_bytes = f.read_ahead_bytes.max(s.read_ahead.cache_stats().0);
         }
         f
     }

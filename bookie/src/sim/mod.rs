@@ -413,6 +413,12 @@ impl Sim {
                 footprint.cached_bytes
             )));
         }
+        if footprint.read_ahead_bytes > self.settings.read_ahead.0 {
+            return Err(Violation(format!(
+                "read-ahead cache holds {} bytes, over its budget of {}",
+                footprint.read_ahead_bytes, self.settings.read_ahead.0
+            )));
+        }
         if footprint.pending > 100_000 {
             return Err(Violation(format!("{} replies pending", footprint.pending)));
         }
