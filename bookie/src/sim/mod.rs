@@ -675,6 +675,7 @@ impl Sim {
             self.close(0);
         }
         self.restarts += 1;
+        self.model.restarted();
         self.start()?;
         for _ in 0..2 {
             self.connect();

@@ -37,6 +37,9 @@ pub struct LedgerModel {
     /// Requests in flight that may create the ledger on the bookie (adds, recovery adds,
     /// fences, explicit LACs): it is not deleted while any is.
     pub in_flight: usize,
+    /// Such requests whose connection closed: the bookie may still act on them (one that
+    /// crossed to another shard arrives later), until it restarts.
+    pub limbo: usize,
     /// The highest LAC any request carried (piggybacked or explicit).
     pub lac_vouched: i64,
     /// The highest LAC an acknowledged record carried: the bookie's LAC is at least this.
@@ -61,6 +64,7 @@ impl LedgerModel {
             acked: BTreeSet::new(),
             next: 0,
             in_flight: 0,
+            limbo: 0,
             lac_vouched: -1,
             lac_floor: -1,
             fenced_at: None,
@@ -446,7 +450,12 @@ impl Model {
                 Asked::Force { ledger },
             )),
             // Deletion: ZooKeeper no longer lists it (the writer is done with it).
-            83 if l.in_flight == 0 && (l.broken || l.fenced_at.is_some() || rng.chance(0.1)) => {
+            // (Not while a request that may recreate it can still reach the bookie: a Java
+            // bookie, like this one, recreates a ledger an add arrives for after its deletion.)
+            83 if l.in_flight == 0
+                && l.limbo == 0
+                && (l.broken || l.fenced_at.is_some() || rng.chance(0.1)) =>
+            {
                 l.unlisted = true;
                 self.counts.deleted += 1;
                 None
@@ -503,8 +512,16 @@ impl Model {
             if f.asked.creates() {
                 let l = self.ledgers.get_mut(&f.asked.ledger()).expect("known");
                 l.in_flight = l.in_flight.saturating_sub(1);
+                l.limbo += 1;
                 l.broken = true;
             }
+        }
+    }
+
+    /// The bookie restarted: nothing it had received before is still on its way.
+    pub fn restarted(&mut self) {
+        for l in self.ledgers.values_mut() {
+            l.limbo = 0;
         }
     }
 
