@@ -46,6 +46,19 @@ pub(crate) struct PendingSeal {
     pub next_lsn: Lsn,
 }
 
+impl PendingSeal {
+    /// The seal that cuts segment `id` at `at` (rounded up to a block), the log continuing at
+    /// `expected` (the next LSN the scan wanted).
+    fn cut(id: SegmentId, header: SegmentHeader, at: u64, expected: Option<Lsn>) -> PendingSeal {
+        PendingSeal {
+            id,
+            header,
+            offset: align_up(at as usize) as u64,
+            next_lsn: expected.unwrap_or(Lsn(1)),
+        }
+    }
+}
+
 /// What a recovery found, for logs and tests.
 #[derive(Clone, Debug, Default)]
 pub struct RecoveryReport {
@@ -327,12 +340,7 @@ pub(crate) fn recover<S: Storage>(
                     Some((name.clone(), at, format!("stopped at lsn {}", durable.0)));
                 report.beyond_cut = beyond;
                 free.extend(live_ids[i + 1..].iter().map(|id| segment_file_name(*id)));
-                seal = Some(PendingSeal {
-                    id,
-                    header,
-                    offset: align_up(at as usize) as u64,
-                    next_lsn: expected.unwrap_or(Lsn(1)),
-                });
+                seal = Some(PendingSeal::cut(id, header, at, expected));
                 live.push(LiveSegment { id, last_lsn });
                 break;
             }
@@ -359,12 +367,7 @@ pub(crate) fn recover<S: Storage>(
                     &mut report,
                 )?;
                 // Tolerant: cut here, as for a torn tail.
-                seal = Some(PendingSeal {
-                    id,
-                    header,
-                    offset: align_up(at as usize) as u64,
-                    next_lsn: expected.unwrap_or(Lsn(1)),
-                });
+                seal = Some(PendingSeal::cut(id, header, at, expected));
                 live.push(LiveSegment { id, last_lsn });
                 corrupt.extend(live_ids[i + 1..].iter().map(|id| segment_file_name(*id)));
                 break;

@@ -458,19 +458,18 @@ impl SimBookie {
 
     /// One turn of every shard's loop: cross-shard arrivals, journal progress and durable
     /// replies, long-poll timeouts, flush reports, reads the readers got to, compaction steps.
-    pub fn drive(&mut self) -> Result<(), String> {
+    pub fn drive(&mut self) {
         let now = self.now_us();
         while self.hops.front().is_some_and(|h| h.0 <= now) {
             let (_, owner, frame, to) = self.hops.pop_front().expect("front");
             self.handle(owner, frame, to);
         }
         for s in 0..self.shards.len() {
-            self.drive_shard(s, now)?;
+            self.drive_shard(s, now);
         }
-        Ok(())
     }
 
-    fn drive_shard(&mut self, s: usize, now: u64) -> Result<(), String> {
+    fn drive_shard(&mut self, s: usize, now: u64) {
         let shard = &mut self.shards[s];
         if shard.core.journal.tick(now, true).is_err() {
             shard.read_only = true;
@@ -496,7 +495,7 @@ impl SimBookie {
         // Long polls whose time is up.
         self.answer_watchers(s, |w| w.deadline_us <= now);
         self.flush_report(s, now);
-        self.maybe_flush(s, now)?;
+        self.maybe_flush(s, now);
         self.store_events(s);
         // The reader: reads it got to, each through the view it was handed.
         self.serve_reads(s, now);
@@ -506,16 +505,15 @@ impl SimBookie {
             self.store_events(s);
             self.collect_trash(s);
         }
-        Ok(())
     }
 
     /// `Shard::maybe_flush`, with the flush thread's work done at once and its report
     /// delivered later.
-    fn maybe_flush(&mut self, s: usize, now: u64) -> Result<(), String> {
+    fn maybe_flush(&mut self, s: usize, now: u64) {
         let settings = &self.settings;
         let shard = &mut self.shards[s];
         if shard.flushing.is_some() || shard.read_only || shard.gc.active() {
-            return Ok(());
+            return;
         }
         let cached = shard.core.table.cached_bytes();
         let due = cached >= settings.flush_threshold_bytes
@@ -524,10 +522,10 @@ impl SimBookie {
             || shard.core.table.has_pending_deletes()
             || shard.gc_requested;
         if !due {
-            return Ok(());
+            return;
         }
         let Some(batch) = shard.core.freeze() else {
-            return Ok(());
+            return;
         };
         shard.last_flush_us = now;
         let flush = batch.to_flush_batch();
@@ -560,7 +558,6 @@ impl SimBookie {
             }
             Err(_) => shard.read_only = true,
         }
-        Ok(())
     }
 
     /// The flush's report reaches the shard: the journal below the mark goes.
@@ -652,7 +649,7 @@ impl SimBookie {
         for s in 0..self.shards.len() {
             let _ = self.shards[s].core.journal.close();
             let now = self.now_us();
-            let _ = self.drive_shard(s, now);
+            self.drive_shard(s, now);
         }
     }
 

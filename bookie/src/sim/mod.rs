@@ -372,7 +372,7 @@ impl Sim {
                 910..=913 if !self.conns.is_empty() => {
                     // A connection closed, maybe in the middle of a frame.
                     let at = self.rng.below(self.conns.len() as u64) as usize;
-                    self.partial_delivery(at)?;
+                    self.partial_delivery(at);
                     self.close(at);
                 }
                 914..=916 if self.conns.len() < 5 => self.connect(),
@@ -395,7 +395,7 @@ impl Sim {
     /// Every shard's loop turns; replies are encoded onto their connections; budgets checked.
     fn drive(&mut self) -> Result<(), Violation> {
         let bookie = self.bookie.as_mut().expect("up");
-        bookie.drive().map_err(Violation)?;
+        bookie.drive();
         let out = std::mem::take(&mut bookie.out);
         let durable = bookie.take_durable_deletions();
         if !durable.is_empty() {
@@ -570,7 +570,7 @@ impl Sim {
 
     /// The bytes of a frame cut short by a closing connection: the bookie sees them and then
     /// the close, and must not act on half a request.
-    fn partial_delivery(&mut self, at: usize) -> Result<(), Violation> {
+    fn partial_delivery(&mut self, at: usize) {
         let conn = &mut self.conns[at];
         if conn.to_bookie.len() > 1 {
             let n = self.rng.range(1, conn.to_bookie.len() as u64) as usize;
@@ -581,7 +581,6 @@ impl Sim {
                 bookie.dispatch(frame, conn.id);
             }
         }
-        Ok(())
     }
 
     fn deliver_to_client(&mut self) -> Result<(), Violation> {

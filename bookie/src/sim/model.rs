@@ -314,15 +314,7 @@ impl Model {
                 // Some with DEFERRED_SYNC: this bookie syncs them all the same, so they must
                 // survive a crash like any other acknowledged add.
                 let write_flags = rng.chance(0.2).then_some(1);
-                let req = add_request(ledger, entry, l.key.clone(), body, false, write_flags);
-                Some((
-                    req,
-                    Asked::Add {
-                        ledger,
-                        entry,
-                        recovery: false,
-                    },
-                ))
+                Some(add(ledger, entry, l.key.clone(), body, false, write_flags))
             }
             // A zombie writer: an add to a fenced ledger (must be refused).
             55..=57 if l.fenced_at.is_some() && l.next > 0 => {
@@ -331,15 +323,7 @@ impl Model {
                 let body = entry_body(ledger, entry, -1, rng, max_body);
                 l.bodies.insert(entry, body.clone());
                 l.in_flight += 1;
-                let req = add_request(ledger, entry, l.key.clone(), body, false, None);
-                Some((
-                    req,
-                    Asked::Add {
-                        ledger,
-                        entry,
-                        recovery: false,
-                    },
-                ))
+                Some(add(ledger, entry, l.key.clone(), body, false, None))
             }
             // Recovery: an entry written before, added again with the recovery flag.
             58..=61 if l.fence_asked && !l.bodies.is_empty() => {
@@ -350,15 +334,7 @@ impl Model {
                     l.lac_vouched = l.lac_vouched.max(lac);
                 }
                 l.in_flight += 1;
-                let req = add_request(ledger, entry, l.key.clone(), body, true, None);
-                Some((
-                    req,
-                    Asked::Add {
-                        ledger,
-                        entry,
-                        recovery: true,
-                    },
-                ))
+                Some(add(ledger, entry, l.key.clone(), body, true, None))
             }
             62..=63 if !l.acked.is_empty() => {
                 let entry = l.next;
@@ -701,7 +677,7 @@ impl Model {
                 }
             }
             (
-                &Asked::LongPoll { previous_lac, .. },
+                &Asked::LongPoll { .. },
                 Response::ReadEntry {
                     status,
                     max_lac,
@@ -719,7 +695,6 @@ impl Model {
                         check_body(l, *entry_id, body)?;
                     }
                 }
-                let _ = previous_lac;
             }
             (
                 &Asked::Fence { .. },
@@ -842,6 +817,26 @@ impl Model {
                 ))
             })
     }
+}
+
+/// A writer's add and what the model must judge its reply by.
+fn add(
+    ledger: i64,
+    entry: i64,
+    master_key: Bytes,
+    body: Bytes,
+    recovery: bool,
+    write_flags: Option<i32>,
+) -> (Request, Asked) {
+    let request = add_request(ledger, entry, master_key, body, recovery, write_flags);
+    (
+        request,
+        Asked::Add {
+            ledger,
+            entry,
+            recovery,
+        },
+    )
 }
 
 fn add_request(
