@@ -19,7 +19,7 @@
 //! helpers, so the same code runs on io_uring and on the simulated disk. On-disk formats:
 //! `entrylog/FORMAT.md`.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod compact;
 pub mod error;
@@ -28,6 +28,7 @@ pub mod index;
 mod io;
 pub mod manifest;
 pub mod meta;
+mod prefetch;
 pub mod reader;
 pub mod segment;
 pub mod store;

@@ -34,6 +34,10 @@ use crate::manifest::{Manifest, RunRef, SegmentRef};
 use crate::meta::{self, LedgerMeta};
 use crate::segment::{self, Location, ScannedEntry, SegmentAppender};
 
+/// How many entries ahead of the one being written a flush prefetches a body
+/// ([`crate::prefetch`]): far enough for the loads to land, near enough to stay in cache.
+const PREFETCH_DISTANCE: usize = 4;
+
 /// Tunables of one shard's ledger storage.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LedgerStoreConfig {
@@ -781,7 +785,10 @@ impl<S: Storage> LedgerStore<S> {
                 }
                 _ => self.new_segment(&mut next, created)?,
             };
-            for &i in picked {
+            for (k, &i) in picked.iter().enumerate() {
+                if let Some(&ahead) = picked.get(k + PREFETCH_DISTANCE) {
+                    crate::prefetch::body(&batch.entries[ahead].2);
+                }
                 let (l, e, body) = &batch.entries[i];
                 let need = round_up(
                     ENTRY_HEADER_BYTES as u64 + body.len() as u64,
