@@ -11,11 +11,15 @@
 //! which is read (through the reader's LRU [`BlockCache`]) and binary-searched. Per-ledger
 //! queries (last entry id, all entry ids) touch only the blocks that hold that ledger.
 //!
-//! When there are more than `max_index_runs` runs, the flush thread merges the adjacent pair
-//! with the smallest total size (streaming k-way merge, newest wins, records of deleted
-//! ledgers dropped) into a new run; merging neighbours keeps the age order that "newest wins"
-//! relies on, and merging the smallest pair gives size-tiered behaviour (small recent runs are
-//! merged often, big old ones rarely).
+//! After each flush the flush thread merges runs by size tiers ([`pick_merge`]): the newest
+//! `index_merge_width` adjacent runs of about the same size (within a factor of two) become one
+//! (streaming k-way merge, newest wins, records of deleted ledgers dropped). Merging neighbours
+//! keeps the age order that "newest wins" relies on; merging equals makes the sizes a base-width
+//! counter, so a record is rewritten about log_width(flushes) times and the run count grows
+//! with the log of the flushes. Above `max_index_runs` the adjacent pair with the fewest
+//! records is merged whatever the sizes. (A fixed cap alone, the policy until 2026-12-05,
+//! rewrote the newest run at nearly every flush once the cap was reached: the rewrites per
+//! record grew with the flushes, about 46 per record after 1,000 flushes of a cap of 8.)
 //!
 //! # Memory
 //! Per run: the sparse index, 16 bytes per 127 entries, i.e. **126,000 bytes per million
@@ -113,6 +117,46 @@ pub fn decode_block(run: u64, number: u32, b: &[u8]) -> Result<Vec<IndexRecord>,
         return Err(CorruptionKind::Unsorted);
     }
     Ok(records)
+}
+
+/// Which adjacent runs to merge next, given their record counts in age order (oldest first),
+/// or `None` when none need merging:
+/// 1. the newest window of `width` adjacent runs whose sizes lie within a factor of two of
+///    each other (a tier: merging equals makes the sizes a base-`width` counter);
+/// 2. else the newest adjacent pair whose older run has fewer records than the newer one
+///    (sizes should fall from old to new; a large flush after small ones absorbs them);
+/// 3. else, while there are more than `max_runs`, the adjacent pair with the fewest records.
+///
+/// A record is then rewritten about log_width(flushes) times (~5 after 4,000 equal flushes,
+/// ~10 when flush sizes vary), and the run count grows with the log of the flushes.
+pub fn pick_merge(
+    records: &[u64],
+    width: usize,
+    max_runs: usize,
+) -> Option<std::ops::Range<usize>> {
+    let width = width.max(2);
+    let size = |i: usize| records[i].max(1);
+    if records.len() >= width {
+        for start in (0..=records.len() - width).rev() {
+            let (lo, hi) = (start..start + width).fold((u64::MAX, 0), |(lo, hi), i| {
+                (lo.min(size(i)), hi.max(size(i)))
+            });
+            if hi <= lo.saturating_mul(2) {
+                return Some(start..start + width);
+            }
+        }
+    }
+    if let Some(i) = (0..records.len().saturating_sub(1))
+        .rev()
+        .find(|&i| size(i) < size(i + 1))
+    {
+        return Some(i..i + 2);
+    }
+    if records.len() > max_runs.max(2) {
+        let i = (0..records.len() - 1).min_by_key(|&i| size(i) + size(i + 1))?;
+        return Some(i..i + 2);
+    }
+    None
 }
 
 /// What a run's footer says, plus its sparse index: everything kept in memory per run.
@@ -696,8 +740,8 @@ fn merge_into<S: Storage>(
     dropped: &dyn Fn(u64) -> bool,
     observe: &mut dyn FnMut(&IndexRecord),
 ) -> Result<u64, StoreError> {
-    // heads[i] = the current record of cursor i. Few runs (<= max_index_runs + 1), so a linear
-    // scan for the minimum is as fast as a heap and simpler.
+    // heads[i] = the current record of cursor i. Few runs (a merge's width, or every run for an
+    // index collection), so a linear scan for the minimum is as fast as a heap and simpler.
     let mut heads: Vec<Option<IndexRecord>> = Vec::with_capacity(cursors.len());
     for c in cursors.iter_mut() {
         heads.push(c.next(storage)?);
@@ -740,6 +784,58 @@ fn merge_into<S: Storage>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Flushes runs of the given sizes through [`pick_merge`]; returns the records rewritten
+    /// per record flushed and the most runs seen after a flush's merges.
+    fn tier(sizes: impl Iterator<Item = u64>, width: usize, max_runs: usize) -> (f64, usize) {
+        let (mut runs, mut flushed, mut rewritten, mut most) = (Vec::<u64>::new(), 0, 0, 0);
+        for size in sizes {
+            runs.push(size);
+            flushed += size;
+            while let Some(w) = pick_merge(&runs, width, max_runs) {
+                let merged: u64 = runs[w.clone()].iter().sum();
+                rewritten += merged;
+                runs.splice(w, [merged]);
+            }
+            most = most.max(runs.len());
+        }
+        (rewritten as f64 / flushed as f64, most)
+    }
+
+    #[test]
+    fn tiers_rewrite_a_record_about_log_width_times() {
+        // 4,000 equal flushes: log4(4000) ≈ 6. The fixed cap of 8 this replaced rewrote each
+        // record ~196 times over the same flushes (10 after 200, 3.5 after 60).
+        let (per_record, most) = tier(std::iter::repeat_n(100_000, 4000), 4, 32);
+        assert!(per_record <= 6.0, "{per_record} rewrites per record");
+        assert!(most <= 20, "{most} runs");
+        // Flushes of any size (a quiet bookie flushes little, a busy one much): still about
+        // logarithmic.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let sizes = (0..4000).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            1 + x % 200_000
+        });
+        let (per_record, most) = tier(sizes, 4, 32);
+        assert!(per_record <= 13.0, "{per_record} rewrites per record");
+        assert!(most <= 24, "{most} runs");
+    }
+
+    #[test]
+    fn the_run_cap_holds_and_sizes_fall_from_old_to_new() {
+        let (_, most) = tier((0..200).map(|i| (i * 7919 % 1000) as u64), 4, 3);
+        assert!(most <= 3, "{most} runs");
+        assert_eq!(pick_merge(&[10, 1], 4, 8), None);
+        assert_eq!(pick_merge(&[1000, 10, 10, 11, 12], 4, 8), Some(1..5));
+        // The newest tier first; a zero-record run counts as one record.
+        assert_eq!(pick_merge(&[5, 5, 5, 5, 0, 1, 1, 1], 4, 8), Some(4..8));
+        // An older run smaller than a newer one is merged into it.
+        assert_eq!(pick_merge(&[100, 1, 50, 1], 4, 8), Some(1..3));
+        // Over the cap: the lightest adjacent pair.
+        assert_eq!(pick_merge(&[100, 60, 25, 1], 4, 3), Some(2..4));
+    }
 
     fn rec(l: u64, e: u64) -> IndexRecord {
         IndexRecord {

@@ -50,7 +50,11 @@ pub struct LedgerStoreConfig {
     pub max_writes_in_flight: usize,
     /// Bytes of verified index blocks each [`Reader`](crate::Reader) caches.
     pub index_block_cache_bytes: usize,
-    /// More runs than this trigger a merge after a flush.
+    /// How many adjacent runs of about the same size a merge takes at once
+    /// ([`index::pick_merge`]): a record is rewritten about log_width(flushes) times.
+    pub index_merge_width: usize,
+    /// The most runs kept: beyond it, the adjacent pair with the fewest records is merged
+    /// whatever the sizes (a bound on a lookup's run probes).
     pub max_index_runs: usize,
 }
 
@@ -61,7 +65,8 @@ impl Default for LedgerStoreConfig {
             write_chunk_bytes: 1 << 20,
             max_writes_in_flight: 2,
             index_block_cache_bytes: 16 << 20,
-            max_index_runs: 8,
+            index_merge_width: 4,
+            max_index_runs: 32,
         }
     }
 }
@@ -85,6 +90,9 @@ impl LedgerStoreConfig {
         }
         if self.max_index_runs < 2 {
             return Err(StoreError::Config("max_index_runs must be at least 2"));
+        }
+        if self.index_merge_width < 2 {
+            return Err(StoreError::Config("index_merge_width must be at least 2"));
         }
         Ok(())
     }
@@ -742,8 +750,16 @@ impl<S: Storage> LedgerStore<S> {
             }
         }
         // Merges, each its own commit.
-        while self.view.runs.len() > self.config.max_index_runs && !self.compacting {
-            match self.merge_once() {
+        while !self.compacting {
+            let records: Vec<u64> = self.view.runs.iter().map(|r| r.records).collect();
+            let Some(window) = index::pick_merge(
+                &records,
+                self.config.index_merge_width,
+                self.config.max_index_runs,
+            ) else {
+                break;
+            };
+            match self.merge_once(window) {
                 Ok(records) => {
                     stats.merges += 1;
                     stats.merged_records += records;
@@ -880,18 +896,15 @@ impl<S: Storage> LedgerStore<S> {
         )
     }
 
-    /// Merges the adjacent pair of runs with the fewest records; commits; retires the pair.
-    fn merge_once(&mut self) -> Result<u64, StoreError> {
+    /// Merges the adjacent runs `window` (age order) into one; commits; retires them.
+    fn merge_once(&mut self, window: std::ops::Range<usize>) -> Result<u64, StoreError> {
         let runs = self.view.runs.clone();
-        let i = (0..runs.len() - 1)
-            .min_by_key(|&i| runs[i].records + runs[i + 1].records)
-            .unwrap_or(0);
-        let pair = [runs[i].clone(), runs[i + 1].clone()];
+        let merging: Vec<Arc<RunInfo>> = runs[window.clone()].to_vec();
         let id = self.alloc_id();
         let deleted = self.view.deleted.clone();
         let merged = index::merge(
             &mut self.storage,
-            &pair,
+            &merging,
             id,
             self.config.write_chunk_bytes,
             self.config.max_writes_in_flight,
@@ -906,12 +919,12 @@ impl<S: Storage> LedgerStore<S> {
         };
         let mut next = self.manifest.clone();
         next.generation += 1;
-        let mut new_runs: Vec<Arc<RunInfo>> = runs[..i].to_vec();
+        let mut new_runs: Vec<Arc<RunInfo>> = runs[..window.start].to_vec();
         let written = merged.as_ref().map_or(0, |m| m.records);
         if let Some(m) = merged {
             new_runs.push(Arc::new(m));
         }
-        new_runs.extend_from_slice(&runs[i + 2..]);
+        new_runs.extend_from_slice(&runs[window.end..]);
         next.runs = new_runs
             .iter()
             .map(|r| RunRef {
@@ -931,7 +944,7 @@ impl<S: Storage> LedgerStore<S> {
         }
         self.manifest = next;
         self.publish(new_runs);
-        self.retired.extend(pair);
+        self.retired.extend(merging);
         Ok(written)
     }
 

@@ -267,7 +267,8 @@ fn config(rng: &mut SimRng) -> LedgerStoreConfig {
         write_chunk_bytes: [4096, 8192, 64 << 10][rng.below(3) as usize],
         max_writes_in_flight: rng.range(1, 3) as usize,
         index_block_cache_bytes: [0, 8192, 1 << 20][rng.below(3) as usize],
-        max_index_runs: rng.range(2, 5) as usize,
+        index_merge_width: rng.range(2, 5) as usize,
+        max_index_runs: rng.range(2, 9) as usize,
     }
 }
 
@@ -810,6 +811,7 @@ fn crash_at_every_step_of_a_flush() {
         write_chunk_bytes: 8192,
         max_writes_in_flight: 2,
         index_block_cache_bytes: 1 << 20,
+        index_merge_width: 2,
         max_index_runs: 2,
     };
     let mut rng = SimRng::new(99);
@@ -825,6 +827,12 @@ fn crash_at_every_step_of_a_flush() {
     for e in 0..40u64 {
         last.entries
             .push((1, 500 + e, Bytes::from(vec![e as u8; 1500])));
+    }
+    // And more index records than the run the earlier flushes merged into, so that the last
+    // flush merges too (an older run smaller than the newer one is merged into it).
+    for e in 0..200u64 {
+        last.entries
+            .push((2, 1000 + e, Bytes::from(vec![e as u8; 8])));
     }
     let before = states.last().unwrap().clone();
     let after = before.apply(&last);
@@ -890,6 +898,7 @@ fn crash_at_every_step_of_a_compaction() {
         write_chunk_bytes: 8192,
         max_writes_in_flight: 2,
         index_block_cache_bytes: 1 << 20,
+        index_merge_width: 2,
         max_index_runs: 3,
     };
     // Ledgers 1..=4 interleaved over several segments, ledger 6 alone in two, then 1, 2 and 6

@@ -15,6 +15,7 @@ fn small_config() -> LedgerStoreConfig {
         write_chunk_bytes: 16 << 10,
         max_writes_in_flight: 2,
         index_block_cache_bytes: 64 << 10,
+        index_merge_width: 2,
         max_index_runs: 3,
     }
 }
@@ -265,27 +266,37 @@ fn delete_ledger_drops_entries() {
     assert_eq!(reader.entries_of(&view, 5).unwrap(), Vec::<u64>::new());
     assert_eq!(reader.last_entry(&view, 5).unwrap(), None);
     assert_eq!(reader.entries_of(&view, 6).unwrap().len(), 60);
-    // Force merges with more flushes of ledger 6 only.
-    for round in 0..4u64 {
+    // Force merges with more flushes of ledger 6 only, each bigger than every run before it
+    // (an older run smaller than a newer one is merged into it).
+    let mut added = 0;
+    for round in 0..2u64 {
+        let entries: Vec<_> = (0..130u64)
+            .map(|i| {
+                let e = 100 + round * 130 + i;
+                (6, e, body(6, e, 0, 8))
+            })
+            .collect();
+        added += entries.len() as u64;
         store
             .flush(&FlushBatch {
-                entries: vec![(6, 100 + round, body(6, 100 + round, 0, 8))],
+                entries,
                 ledgers: vec![],
                 journal_mark: 11 + round,
             })
             .unwrap();
     }
     let after = store.snapshot().index_records();
-    assert!(
-        after < before,
-        "merges kept deleted records: {before} -> {after}"
-    );
+    assert_eq!(before, 120);
+    assert_eq!(after, 60 + added, "merges kept deleted records");
     drop((view, reader, store));
     let (store, rec) = LedgerStore::open(disk.storage("l"), config.clone()).unwrap();
     assert!(rec.ledgers.iter().any(|m| m.ledger == 5 && m.deleted));
     let mut reader = Reader::new(disk.storage("l"), &config);
     assert_eq!(reader.read(&store.snapshot(), 5, 1).unwrap(), None);
-    assert_eq!(reader.entries_of(&store.snapshot(), 6).unwrap().len(), 64);
+    assert_eq!(
+        reader.entries_of(&store.snapshot(), 6).unwrap().len() as u64,
+        60 + added
+    );
 }
 
 /// Corrupting an entry on disk makes its read an error, never wrong data; other entries

@@ -172,7 +172,8 @@ fn settings(rng: &mut SimRng) -> (BookieSettings, SimConfig, bool) {
         write_chunk_bytes: [4096, 8192, 64 << 10][rng.below(3) as usize],
         max_writes_in_flight: rng.range(1, 3) as usize,
         index_block_cache_bytes: [0, 8192, 1 << 20][rng.below(3) as usize],
-        max_index_runs: rng.range(2, 5) as usize,
+        index_merge_width: rng.range(2, 5) as usize,
+        max_index_runs: rng.range(2, 9) as usize,
     };
     let write_cache_bytes = [64 << 10, 256 << 10, 2 << 20][rng.below(3) as usize];
     let bookie = BookieSettings {
