@@ -193,6 +193,8 @@ fn main() -> ExitCode {
             log::warn!("{line}");
         }
         exit_with_parent()?;
+        // Before any shard reads the clock (20 ms when the time-stamp counter is a candidate).
+        log::info!("timestamps from {}", admin::clock::calibrate());
         // Debug builds of the fault campaign only (storage::fault); refused otherwise.
         storage::fault::start_from_env()
             .map_err(|e| cluster::Failure::from(format!("fault injection: {e}")))?;

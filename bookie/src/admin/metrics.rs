@@ -34,7 +34,6 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::Instant;
 
 use crate::admin::readonly::BookieState;
 
@@ -60,8 +59,7 @@ pub fn ms_at(us: u64) -> i64 {
 }
 
 pub fn now_us() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_micros() as u64
+    crate::admin::clock::now_us()
 }
 
 /// A request's kind and start time in one word (for replies the reader thread sends):
