@@ -692,22 +692,40 @@ impl<S: Storage> LedgerStore<S> {
                     .or_else(|| all.get(&l))
                     .is_some_and(|m| m.deleted)
             };
-        // Sort by key, later duplicates win, deleted ledgers dropped.
+        // Sort by key, later duplicates win, deleted ledgers dropped. (A batch already in key
+        // order, as the shard's write cache hands it over, sorts in one pass.) The per-ledger
+        // work is done once per ledger: the entries of one ledger are adjacent now.
         let mut order: Vec<usize> = (0..batch.entries.len()).collect();
         order.sort_by_key(|&i| (batch.entries[i].0, batch.entries[i].1, i));
         let mut picked: Vec<usize> = Vec::with_capacity(order.len());
+        let mut ledger_deleted: Option<(u64, bool)> = None;
         for (k, &i) in order.iter().enumerate() {
             let key = (batch.entries[i].0, batch.entries[i].1);
             let last_of_key = order
                 .get(k + 1)
                 .is_none_or(|&j| (batch.entries[j].0, batch.entries[j].1) != key);
-            if last_of_key && !is_deleted(key.0, &changed, &self.ledgers) {
+            if !last_of_key {
+                continue;
+            }
+            let deleted = match ledger_deleted {
+                Some((l, deleted)) if l == key.0 => deleted,
+                _ => {
+                    let deleted = is_deleted(key.0, &changed, &self.ledgers);
+                    ledger_deleted = Some((key.0, deleted));
+                    deleted
+                }
+            };
+            if !deleted {
                 picked.push(i);
             }
         }
-        // Raise last_entry from the entries (a ledger without metadata gets a default one).
-        for &i in &picked {
+        // Raise last_entry from each ledger's last entry (a ledger without metadata gets a
+        // default one).
+        for (k, &i) in picked.iter().enumerate() {
             let (l, e, _) = &batch.entries[i];
+            if picked.get(k + 1).is_some_and(|&j| batch.entries[j].0 == *l) {
+                continue;
+            }
             let m = changed.entry(*l).or_insert_with(|| {
                 self.ledgers.get(l).cloned().unwrap_or(LedgerMeta {
                     ledger: *l,
@@ -801,6 +819,7 @@ impl<S: Storage> LedgerStore<S> {
                 }
                 _ => self.new_segment(&mut next, created)?,
             };
+            let mut noted: Option<(u32, u64)> = None;
             for (k, &i) in picked.iter().enumerate() {
                 if let Some(&ahead) = picked.get(k + PREFETCH_DISTANCE) {
                     crate::prefetch::body(&batch.entries[ahead].2);
@@ -819,7 +838,11 @@ impl<S: Storage> LedgerStore<S> {
                     seg = self.new_segment(&mut next, created)?;
                 }
                 let loc: Location = seg.append(&mut self.storage, *l, *e, body)?;
-                self.note_entry(loc.segment as u64, *l);
+                // Once per ledger and segment: entries come in ledger order.
+                if noted != Some((loc.segment, *l)) {
+                    self.note_entry(loc.segment as u64, *l);
+                    noted = Some((loc.segment, *l));
+                }
                 records.push(IndexRecord {
                     ledger: *l,
                     entry: *e,

@@ -143,7 +143,11 @@ impl FrozenBatch {
     pub fn to_flush_batch(&self) -> entrylog::FlushBatch {
         let count = self.entries.values().map(|m| m.len()).sum();
         let mut entries = Vec::with_capacity(count);
-        for (&ledger, map) in self.entries.iter() {
+        // In key order (ledgers sorted, each ledger's entries already are), so the flush's
+        // sort finds one run.
+        let mut ledgers: Vec<(&i64, &BTreeMap<i64, Bytes>)> = self.entries.iter().collect();
+        ledgers.sort_unstable_by_key(|(l, _)| **l as u64);
+        for (&ledger, map) in ledgers {
             entries.extend(
                 map.iter()
                     .map(|(e, b)| (ledger as u64, *e as u64, b.clone())),
