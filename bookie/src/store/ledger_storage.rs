@@ -257,13 +257,15 @@ pub fn start(
     ))
 }
 
-/// Nice values of the flush and reader threads (shard threads run at 0). The flush at 5, not
-/// 10: at 10 it got ~12 % of a core its shard kept busy and fell behind a closed loop that
-/// needs ~15 % (0.5 µs per 1 KiB add), the write cache passed 3/4 and the admission pause cut
-/// the intake; at 5 (weight 335 against 1024) it keeps up: 1 KiB closed loop on one pinned
-/// core, 8 pairs, throughput 1.124x, CPU per add 0.938x, p99 36 -> 6.5 ms; the open loop at
-/// 100k adds/s unchanged within noise (docs/performance.md, 2026-12-05 later).
-const FLUSH_NICE: i32 = 5;
+/// Nice values of the flush and reader threads (shard threads run at 0). The flush at 2 (CFS
+/// weight 820 against the shard's 1024): on a core its shard keeps busy it must get the ~20 %
+/// a closed loop's flushing needs (0.5 µs per 1 KiB add), or the write cache passes 3/4 and the
+/// admission pause cuts the intake. Measured on one pinned core, 1 KiB closed loop, ABBA rounds
+/// of 2 s + 10 s (docs/performance.md): nice 10 → 5 gave 1.124x throughput, p99 36 → 6.5 ms
+/// (short runs); 5 → 2 gave 1.079x throughput, p99 36.7 → 7.3 ms, CPU per add 0.971 (long
+/// runs, where 5 fell behind too); 2 → 0 gave 0.979x throughput and 1.024x CPU per add. The
+/// open loop at 100k adds/s on two shards: 5 → 2 neutral (p99.9 0.83x, CPU 0.98x).
+const FLUSH_NICE: i32 = 2;
 const READ_NICE: i32 = 5;
 
 /// Lowers the calling thread's CPU priority (Linux: nice is per thread).
