@@ -34,7 +34,7 @@ static TSC: OnceLock<Option<Tsc>> = OnceLock::new();
 #[inline]
 pub fn now_us() -> u64 {
     if let Some(Some(tsc)) = TSC.get() {
-        let ticks = read_tsc().wrapping_sub(tsc.base);
+        let ticks = read_tsc().saturating_sub(tsc.base);
         return tsc.base_us + ((ticks as u128 * tsc.us_per_tick_q32 as u128) >> 32) as u64;
     }
     instant_us()
