@@ -801,6 +801,12 @@ pub fn print(plan: &Plan, o: &Outcome) {
             headers.push(format!("{name} {h}"));
         }
     }
+    // Beside each second, what the machine did in it: a slow second with a late wake-up was
+    // the machine's; one with retransmitted segments was held up in TCP.
+    let machine = o.stalls.as_ref().map(|s| &s.per_second);
+    if machine.is_some() {
+        headers.extend(["machine late max".to_string(), "tcp retrans".to_string()]);
+    }
     let mut per_second = Table::new(&headers);
     let rows = all.iter().map(|s| s.1.intervals.len()).max().unwrap_or(0);
     for i in 0..rows {
@@ -812,6 +818,16 @@ pub fn print(plan: &Plan, o: &Outcome) {
                     row.extend([s.ops, s.p50, s.p99, s.max].map(|v| v.to_string()));
                 }
                 None => row.extend(std::iter::repeat_n(String::new(), 4)),
+            }
+        }
+        if let Some(seconds) = machine {
+            match seconds.get(i) {
+                Some(m) => row.extend([
+                    m.late_max_us.to_string(),
+                    m.tcp_retransmitted
+                        .map_or("?".to_string(), |r| r.to_string()),
+                ]),
+                None => row.extend(std::iter::repeat_n(String::new(), 2)),
             }
         }
         per_second.row(row);

@@ -15,6 +15,9 @@
 //! (oversleep, HDR histogram). `/proc/stat` before and after gives busy and steal time, and
 //! the kernel's TCP counters (`/proc/net/snmp`, `/proc/net/netstat`) the retransmissions and
 //! retransmission timeouts: a timeout costs at least 200 ms, a delay no bookie stage shows.
+//! Both are also kept per second of the window ([`MachineSecond`]: the latest wake-up and the
+//! segments retransmitted), so that one slow second of the per-second table can be set beside
+//! what the machine and its TCP did in that same second.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -96,10 +99,62 @@ fn tcp_counters() -> Option<TcpCounters> {
     })
 }
 
+/// What the machine did in one second of the window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MachineSecond {
+    /// The latest a 1 ms sleep woke up in this second, in microseconds.
+    pub late_max_us: u64,
+    /// TCP segments retransmitted machine-wide in this second (`None`: no /proc/net/snmp).
+    pub tcp_retransmitted: Option<u64>,
+}
+
+/// Splits the probe's samples into seconds of the window.
+#[derive(Debug, Default)]
+struct PerSecond {
+    seconds: Vec<MachineSecond>,
+    /// The retransmission counter when the current second began.
+    retrans_mark: Option<u64>,
+}
+
+impl PerSecond {
+    fn new(retrans_now: Option<u64>) -> PerSecond {
+        PerSecond {
+            seconds: vec![MachineSecond::default()],
+            retrans_mark: retrans_now,
+        }
+    }
+
+    /// A wake-up `late_us` late, `at` into the window; `retrans_now` reads the counter, called
+    /// only when a second ends.
+    fn note(&mut self, at: Duration, late_us: u64, retrans_now: impl FnOnce() -> Option<u64>) {
+        let second = at.as_secs() as usize;
+        if second >= self.seconds.len() {
+            self.close(retrans_now());
+            self.seconds.resize(second + 1, MachineSecond::default());
+        }
+        let s = &mut self.seconds[second];
+        s.late_max_us = s.late_max_us.max(late_us);
+    }
+
+    /// Ends the second in progress with the counter read now.
+    fn close(&mut self, retrans_now: Option<u64>) {
+        if let Some(last) = self.seconds.last_mut() {
+            last.tcp_retransmitted = match (self.retrans_mark, retrans_now) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+                _ => None,
+            };
+        }
+        self.retrans_mark = retrans_now;
+    }
+}
+
+/// What the probe's thread hands back: the oversleep histogram, the seconds, its own cost.
+type ProbeResult = (Histogram<u64>, Vec<MachineSecond>, crate::usage::ThreadCost);
+
 /// A running probe.
 pub struct StallProbe {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<(Histogram<u64>, crate::usage::ThreadCost)>>,
+    thread: Option<JoinHandle<ProbeResult>>,
     before: Option<CpuTimes>,
     tcp_before: Option<TcpCounters>,
     started: Instant,
@@ -119,39 +174,51 @@ pub struct Stalls {
     pub tcp: Option<(u64, u64, u64)>,
     /// What the probe's own thread cost (its 1 ms wake-ups), taken out of bkperf's figures.
     pub probe_cost: crate::usage::ThreadCost,
+    /// The window second by second (the last one may be partial).
+    pub per_second: Vec<MachineSecond>,
 }
 
 impl StallProbe {
     pub fn start() -> StallProbe {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let tcp_before = tcp_counters();
+        let started = Instant::now();
+        let retrans = || tcp_counters().map(|c| c.retrans);
         let thread = std::thread::Builder::new()
             .name("bkperf-stalls".into())
             .spawn(move || {
                 let cost = crate::usage::ThreadCost::now();
                 let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).expect("bounds");
+                let mut seconds = PerSecond::new(tcp_before.map(|c| c.retrans));
                 let tick = Duration::from_millis(1);
                 while !flag.load(Ordering::Relaxed) {
                     let t0 = Instant::now();
                     std::thread::sleep(tick);
                     let late = t0.elapsed().saturating_sub(tick).as_micros() as u64;
                     h.saturating_record(late.max(1));
+                    seconds.note(t0.duration_since(started), late, retrans);
                 }
-                (h, crate::usage::ThreadCost::now().minus(&cost))
+                seconds.close(retrans());
+                (
+                    h,
+                    seconds.seconds,
+                    crate::usage::ThreadCost::now().minus(&cost),
+                )
             })
             .ok();
         StallProbe {
             stop,
             thread,
             before: cpu_times(),
-            tcp_before: tcp_counters(),
-            started: Instant::now(),
+            tcp_before,
+            started,
         }
     }
 
     pub fn finish(mut self) -> Option<Stalls> {
         self.stop.store(true, Ordering::Relaxed);
-        let (oversleep, probe_cost) = self.thread.take()?.join().ok()?;
+        let (oversleep, per_second, probe_cost) = self.thread.take()?.join().ok()?;
         let window_s = self.started.elapsed().as_secs_f64();
         let (busy_pct, steal_pct) = match (self.before, cpu_times()) {
             (Some(a), Some(b)) => {
@@ -179,6 +246,7 @@ impl StallProbe {
             oversleep,
             tcp,
             probe_cost,
+            per_second,
         })
     }
 }
@@ -242,6 +310,10 @@ impl Stalls {
             "tcp_retransmitted_segments": self.tcp.map(|t| t.0),
             "tcp_timeouts": self.tcp.map(|t| t.1),
             "tcp_loss_probes": self.tcp.map(|t| t.2),
+            "per_second": self.per_second.iter().map(|s| json!({
+                "late_max_us": s.late_max_us,
+                "tcp_retransmitted_segments": s.tcp_retransmitted,
+            })).collect::<Vec<_>>(),
         })
     }
 }
@@ -278,6 +350,10 @@ mod tests {
             oversleep,
             tcp: Some((3, 1, 7)),
             probe_cost: Default::default(),
+            per_second: vec![MachineSecond {
+                late_max_us: 12_000,
+                tcp_retransmitted: Some(3),
+            }],
         };
         assert_eq!(s.stalls(), 2);
         let text = s.render();
@@ -285,6 +361,36 @@ mod tests {
         assert_eq!(s.to_json()["stalls_over_5ms"], 2);
         assert!(text.contains("1 retransmission timeouts"), "{text}");
         assert_eq!(s.to_json()["tcp_timeouts"], 1);
+    }
+
+    #[test]
+    fn samples_fall_in_their_second_with_that_seconds_retransmissions() {
+        let mut s = PerSecond::new(Some(100));
+        s.note(Duration::from_millis(10), 40, || panic!("no second ended"));
+        s.note(Duration::from_millis(900), 7_000, || {
+            panic!("no second ended")
+        });
+        // The first sample of second 3 ends second 1; second 2 saw no sample at all.
+        s.note(Duration::from_millis(2_100), 90, || Some(130));
+        s.close(Some(131));
+        assert_eq!(
+            s.seconds,
+            vec![
+                MachineSecond {
+                    late_max_us: 7_000,
+                    tcp_retransmitted: Some(30)
+                },
+                MachineSecond::default(),
+                MachineSecond {
+                    late_max_us: 90,
+                    tcp_retransmitted: Some(1)
+                },
+            ]
+        );
+        // Without the counter, no figure rather than a wrong one.
+        let mut s = PerSecond::new(None);
+        s.note(Duration::from_millis(1_500), 5, || Some(3));
+        assert_eq!(s.seconds[0].tcp_retransmitted, None);
     }
 
     #[test]
