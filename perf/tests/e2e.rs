@@ -20,10 +20,17 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bkperf-e2e-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
+/// A test's own temporary directory, removed when the test ends (it left one per run in the
+/// temp dir before).
+fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("bkperf-e2e-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+fn tmp(dir: &tempfile::TempDir, name: &str) -> PathBuf {
+    dir.path().join(name)
 }
 
 /// A `bkperf sink` child on a free port; killed on drop.
@@ -130,8 +137,12 @@ fn check_golden(report: &Value, golden: &str) {
 #[test]
 fn write_against_the_sink_report_html_and_compare() {
     let _serial = serial();
+    let scratch = scratch();
     let sink = SinkProc::start();
-    let (json, html) = (tmp("sink-write.json"), tmp("sink-write.html"));
+    let (json, html) = (
+        tmp(&scratch, "sink-write.json"),
+        tmp(&scratch, "sink-write.html"),
+    );
     let out = bkperf(&[
         "write",
         "--bookies",
@@ -191,7 +202,7 @@ fn write_against_the_sink_report_html_and_compare() {
         let v = worse["results"]["latency_us"][k].as_u64().expect("latency") * 3;
         worse["results"]["latency_us"][k] = v.into();
     }
-    let worse_path = tmp("worse.json");
+    let worse_path = tmp(&scratch, "worse.json");
     std::fs::write(&worse_path, worse.to_string()).expect("writes");
     let fail = bkperf(&[
         "compare",
@@ -220,8 +231,9 @@ fn write_against_the_sink_report_html_and_compare() {
 #[test]
 fn mixed_against_the_sink_reports_both_sides() {
     let _serial = serial();
+    let scratch = scratch();
     let sink = SinkProc::start();
-    let json = tmp("sink-mixed.json");
+    let json = tmp(&scratch, "sink-mixed.json");
     let out = bkperf(&[
         "mixed",
         "--bookies",
@@ -307,11 +319,12 @@ fn bookie_binary() -> Option<PathBuf> {
 #[test]
 fn workloads_against_a_real_bookie() {
     let _serial = serial();
+    let scratch = scratch();
     let Some(bookie) = bookie_binary() else {
         return;
     };
     let bin = bookie.to_str().expect("utf-8");
-    let json = tmp("bookie-write.json");
+    let json = tmp(&scratch, "bookie-write.json");
     let out = bkperf(&[
         "write",
         "--bookie-bin",
@@ -334,7 +347,7 @@ fn workloads_against_a_real_bookie() {
     assert!(r["resources"]["bookie_cpu_s"].as_f64().is_some());
 
     for pattern in ["random", "tailing"] {
-        let json = tmp(&format!("bookie-read-{pattern}.json"));
+        let json = tmp(&scratch, &format!("bookie-read-{pattern}.json"));
         let out = bkperf(&[
             "read",
             "--bookie-bin",
@@ -365,7 +378,7 @@ fn workloads_against_a_real_bookie() {
     // bkperf's ceiling: closed loop against the sink versus against the bookie.
     let sink = SinkProc::start();
     let rate = |args: &[&str], name: &str| {
-        let json = tmp(name);
+        let json = tmp(&scratch, name);
         let mut a = vec![
             "write",
             "--outstanding",
@@ -401,10 +414,11 @@ fn workloads_against_a_real_bookie() {
 #[test]
 fn stage_breakdown_from_a_real_bookie() {
     let _serial = serial();
+    let scratch = scratch();
     let Some(bookie) = bookie_binary() else {
         return;
     };
-    let (json, html) = (tmp("stages.json"), tmp("stages.html"));
+    let (json, html) = (tmp(&scratch, "stages.json"), tmp(&scratch, "stages.html"));
     let out = bkperf(&[
         "write",
         "--bookie-bin",
@@ -462,7 +476,7 @@ fn stage_breakdown_from_a_real_bookie() {
 
     // The sink has no metrics: no section, and the report stays as it was.
     let sink = SinkProc::start();
-    let json = tmp("stages-sink.json");
+    let json = tmp(&scratch, "stages-sink.json");
     let out = bkperf(&[
         "write",
         "--bookies",
@@ -488,10 +502,11 @@ fn stage_breakdown_from_a_real_bookie() {
 #[test]
 fn cold_reads_come_from_ledger_storage() {
     let _serial = serial();
+    let scratch = scratch();
     let Some(bookie) = bookie_binary() else {
         return;
     };
-    let json = tmp("cold.json");
+    let json = tmp(&scratch, "cold.json");
     let out = bkperf(&[
         "read",
         "--bookie-bin",
