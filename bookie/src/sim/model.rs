@@ -342,7 +342,7 @@ impl Model {
                 key[0] ^= 0xff;
                 let body = entry_body(ledger, entry, -1, rng, 64);
                 l.in_flight += 1;
-                let req = add_request(ledger, entry, Bytes::from(key), body, false, None);
+                let (req, _) = add(ledger, entry, Bytes::from(key), body, false, None);
                 Some((req, Asked::BadKey { ledger, entry }))
             }
             // Fencing (recovery's first step), after a writer broke or at random.
@@ -819,7 +819,8 @@ impl Model {
     }
 }
 
-/// A writer's add and what the model must judge its reply by.
+/// A writer's add and what the model must judge its reply by (an add with a wrong key keeps
+/// the request and is judged as [`Asked::BadKey`] instead).
 fn add(
     ledger: i64,
     entry: i64,
@@ -828,7 +829,14 @@ fn add(
     recovery: bool,
     write_flags: Option<i32>,
 ) -> (Request, Asked) {
-    let request = add_request(ledger, entry, master_key, body, recovery, write_flags);
+    let request = Request::AddEntry {
+        ledger_id: ledger,
+        entry_id: entry,
+        master_key,
+        body,
+        recovery,
+        write_flags,
+    };
     (
         request,
         Asked::Add {
@@ -837,24 +845,6 @@ fn add(
             recovery,
         },
     )
-}
-
-fn add_request(
-    ledger: i64,
-    entry: i64,
-    master_key: Bytes,
-    body: Bytes,
-    recovery: bool,
-    write_flags: Option<i32>,
-) -> Request {
-    Request::AddEntry {
-        ledger_id: ledger,
-        entry_id: entry,
-        master_key,
-        body,
-        recovery,
-        write_flags,
-    }
 }
 
 fn read(ledger: i64, entry: i64, previous_lac: Option<i64>) -> Request {
