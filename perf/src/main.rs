@@ -29,6 +29,7 @@ mod cold;
 mod compare;
 mod engine;
 mod entry;
+mod eventprobe;
 mod html;
 mod journal_bench;
 mod load;

@@ -10,6 +10,9 @@
 //! - the 4 KiB commit appending to a growing file and into fallocated space, which are slower
 //!   on ext4 (docs/machine.md §1.4), so that a journal that forgets to pre-write shows up;
 //! - CRC32C GiB/s on one core, the CPU calibration;
+//! - what a sleep and a wake-up cost in CPU, across CPUs, on one CPU, on a 50 µs timer and
+//!   around a loopback TCP round trip ([`crate::eventprobe`]): the price of an event that a
+//!   CPU-per-operation figure at a modest rate is mostly made of;
 //! - the read side, through io_uring (the bookie's own driver, `storage`): 4 KiB random reads
 //!   at queue depth 1 and 32, and sequential reads of 128 KiB and 1 MiB at depth 1, over the
 //!   pre-written file, so catch-up read targets can be stated against the device (the host may
@@ -422,8 +425,15 @@ pub fn run(args: &ProbeArgs) -> Result<(), BoxError> {
         crc32c_gib_s: crc,
     };
 
+    log::info!("sleeps and wake-ups");
+    let events = crate::eventprobe::run_all(Duration::from_secs_f64(
+        (args.seconds / 2.0).clamp(0.1, 5.0),
+    ))
+    .map_err(|e| format!("the wake-up probe failed: {e}"))?;
+
     print!("{}", render(&runs, crc, &machine));
     print!("{}", render_reads(&reads));
+    print!("{}", crate::eventprobe::render(&events));
 
     let mut warnings = Vec::new();
     if !matches!(machine.fs.as_str(), "ext4" | "xfs" | "btrfs") {
@@ -452,6 +462,15 @@ pub fn run(args: &ProbeArgs) -> Result<(), BoxError> {
                     .map(|r| (r.label.replace(' ', "_"), r.to_json())),
             )
             .chain([("crc32c_gib_s".to_string(), json!(crc))])
+            .chain([(
+                "events".to_string(),
+                Value::Object(
+                    events
+                        .iter()
+                        .map(|r| (r.label.replace([' ', '-'], "_"), r.to_json()))
+                        .collect(),
+                ),
+            )])
             .collect();
         let mut builder = report::ReportBuilder::new("bkperf-probe", "candidate")
             .target(json!({"impl": "device", "storage": "pwrite+fdatasync O_DIRECT", "journal_sync": true}))
