@@ -72,6 +72,23 @@ fn thread_cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// Repeats `event` on the calling thread until `budget` passes: how many times, the thread's CPU
+/// over them, and each one's latency as `event` returns it (nanoseconds).
+fn timed_events(
+    budget: Duration,
+    mut event: impl FnMut() -> Result<u64, String>,
+) -> Result<(u64, u64, Histogram<u64>), String> {
+    let mut latency = histogram();
+    let start = Instant::now();
+    let cpu0 = thread_cpu_ns();
+    let mut events = 0u64;
+    while start.elapsed() < budget {
+        let _ = latency.record(event()?.max(1));
+        events += 1;
+    }
+    Ok((events, thread_cpu_ns() - cpu0, latency))
+}
+
 /// Pins the calling thread to `cpu` (modulo the CPUs there are); false if it could not.
 fn pin(cpu: usize) -> bool {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -112,22 +129,16 @@ pub fn pipe_ping_pong(
         })?;
     let main_side = std::thread::spawn(move || -> Result<(u64, u64, Histogram<u64>), String> {
         pin(cpus.0);
-        let mut latency = histogram();
         let mut b = [0u8; 1];
-        let start = Instant::now();
-        let cpu0 = thread_cpu_ns();
-        let mut trips = 0u64;
-        while start.elapsed() < budget {
+        let run = timed_events(budget, || {
             let t0 = Instant::now();
             to_peer_w.write_all(&[0]).map_err(|e| e.to_string())?;
             to_main_r.read_exact(&mut b).map_err(|e| e.to_string())?;
             // One wake-up is half a round trip.
-            let _ = latency.record((t0.elapsed().as_nanos() as u64 / 2).max(1));
-            trips += 1;
-        }
-        let cpu = thread_cpu_ns() - cpu0;
+            Ok(t0.elapsed().as_nanos() as u64 / 2)
+        });
         to_peer_w.write_all(&[1]).map_err(|e| e.to_string())?;
-        Ok((trips, cpu, latency))
+        run
     });
     let (trips, main_cpu, latency_ns) = main_side.join().map_err(|_| "probe thread panicked")??;
     let peer_cpu = peer.join().map_err(|_| "probe peer panicked")??;
@@ -149,20 +160,13 @@ pub fn timer_sleeps(
     let t = std::thread::spawn(move || {
         pin(0);
         let _ = nix::sys::prctl::set_timerslack(1000);
-        let mut latency = histogram();
-        let start = Instant::now();
-        let cpu0 = thread_cpu_ns();
-        let mut sleeps = 0u64;
-        while start.elapsed() < budget {
+        timed_events(budget, || {
             let t0 = Instant::now();
             std::thread::sleep(period);
-            let late = t0.elapsed().saturating_sub(period);
-            let _ = latency.record((late.as_nanos() as u64).max(1));
-            sleeps += 1;
-        }
-        (sleeps, thread_cpu_ns() - cpu0, latency)
+            Ok(t0.elapsed().saturating_sub(period).as_nanos() as u64)
+        })
     });
-    let (events, cpu_ns, latency_ns) = t.join().map_err(|_| "probe thread panicked")?;
+    let (events, cpu_ns, latency_ns) = t.join().map_err(|_| "probe thread panicked")??;
     Ok(EventRun {
         label,
         events,
@@ -201,20 +205,13 @@ pub fn tcp_round_trips(
         s.set_nodelay(true).map_err(|e| e.to_string())?;
         let req = [5u8; 1024];
         let mut reply = [0u8; 16];
-        let mut latency = histogram();
-        let start = Instant::now();
-        let cpu0 = thread_cpu_ns();
-        let mut trips = 0u64;
-        while start.elapsed() < budget {
+        timed_events(budget, || {
             let t0 = Instant::now();
             s.write_all(&req).map_err(|e| e.to_string())?;
             s.read_exact(&mut reply).map_err(|e| e.to_string())?;
-            let _ = latency.record((t0.elapsed().as_nanos() as u64).max(1));
-            trips += 1;
-        }
-        let cpu = thread_cpu_ns() - cpu0;
-        drop(s);
-        Ok((trips, cpu, latency))
+            Ok(t0.elapsed().as_nanos() as u64)
+        })
+        // Dropping the stream here closes it: the peer's read ends.
     });
     let (trips, client_cpu, latency_ns) = client.join().map_err(|_| "probe thread panicked")??;
     let peer_cpu = peer.join().map_err(|_| "probe peer panicked")??;
