@@ -188,7 +188,7 @@ pub fn tcp_round_trips(
         .name("probe-peer".into())
         .spawn(move || -> Result<u64, String> {
             pin(cpus.1);
-            let (mut s, _) = listener.accept().map_err(|e| e.to_string())?;
+            let mut s = accept_within(&listener, Duration::from_secs(5))?;
             s.set_nodelay(true).map_err(|e| e.to_string())?;
             let cpu0 = thread_cpu_ns();
             let mut req = [0u8; 1024];
@@ -221,6 +221,25 @@ pub fn tcp_round_trips(
         cpu_ns: client_cpu + peer_cpu,
         latency_ns,
     })
+}
+
+/// The first connection to `listener`, or an error after `wait` (a client that failed to
+/// connect must not leave its peer blocked in `accept` forever). Returned in blocking mode.
+fn accept_within(listener: &TcpListener, wait: Duration) -> Result<TcpStream, String> {
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + wait;
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false).map_err(|e| e.to_string())?;
+                return Ok(s);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(format!("no connection to the TCP probe's peer: {e}")),
+        }
+    }
 }
 
 /// The four measurements, `budget` each.
@@ -287,5 +306,13 @@ mod tests {
         let table = render(&runs);
         assert!(table.contains("cross-CPU wake-up") && table.contains("loopback TCP"));
         assert_eq!(runs[0].to_json()["events"], runs[0].events);
+    }
+
+    /// A peer whose client never connects gives up instead of waiting in `accept` for ever.
+    #[test]
+    fn a_peer_without_a_client_gives_up() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let err = accept_within(&listener, Duration::from_millis(20)).expect_err("no client");
+        assert!(err.contains("no connection"), "{err}");
     }
 }
