@@ -175,6 +175,25 @@ impl JavaStore {
         }
     }
 
+    /// Every entry log listed when the store was opened, over the directories.
+    pub fn entry_log_files(&self) -> Vec<std::path::PathBuf> {
+        match self {
+            JavaStore::Sorted(s) => s.entry_logs().values().cloned().collect(),
+            JavaStore::Db(s) => s.entry_log_paths().into_iter().map(|(_, p)| p).collect(),
+        }
+    }
+
+    /// The entry logs the ledger's entries lie in, by its index (one pass over it).
+    pub fn log_files_of(
+        &self,
+        ledger: u64,
+    ) -> Result<std::collections::BTreeSet<std::path::PathBuf>, JavaError> {
+        match self {
+            JavaStore::Sorted(s) => s.log_files_of(ledger),
+            JavaStore::Db(s) => s.log_files_of(ledger),
+        }
+    }
+
     /// Opens every entry log and checks its header (a log shorter than its header is an
     /// allocated, never-flushed one: fine). Returns how many.
     pub fn check_entry_logs(&self) -> Result<usize, JavaError> {

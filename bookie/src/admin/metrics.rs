@@ -407,6 +407,10 @@ pub struct Metrics {
     /// and those that went ahead after its longest wait.
     pub reads_waited: AtomicU64,
     pub reads_overdue: AtomicU64,
+    /// Taken-over Java entry logs removed once every ledger in them was deleted
+    /// (`store::takeover_retire`), and their bytes.
+    pub java_logs_retired: AtomicU64,
+    pub java_log_bytes_retired: AtomicU64,
 }
 
 const QUANTILES: [f64; 7] = [0.5, 0.75, 0.95, 0.99, 0.999, 0.9999, 1.0];
@@ -418,6 +422,8 @@ impl Metrics {
             gc_control: GcControl::default(),
             reads_waited: AtomicU64::new(0),
             reads_overdue: AtomicU64::new(0),
+            java_logs_retired: AtomicU64::new(0),
+            java_log_bytes_retired: AtomicU64::new(0),
         }
     }
 
@@ -491,14 +497,34 @@ impl Metrics {
             }),
             ("bookie_rs_gc_compacted_entries", |g| &g.compacted_entries),
         ];
+        let java_bytes = self.java_log_bytes_retired.load(Ordering::Relaxed);
         for (name, pick) in gc_series {
+            // Java's deletion figure counts the entry logs removed whole: a taken-over Java
+            // log removed once its ledgers were all deleted is one.
+            let java = if name == "bookie_gc_RECLAIMED_DELETION_SPACE_BYTES" {
+                java_bytes
+            } else {
+                0
+            };
             counter(
                 o,
                 name,
                 "",
-                self.sum(|s| pick(&s.gc).load(Ordering::Relaxed)),
+                self.sum(|s| pick(&s.gc).load(Ordering::Relaxed)) + java,
             );
         }
+        counter(
+            o,
+            "bookie_rs_takeover_java_entry_logs_removed",
+            "",
+            self.java_logs_retired.load(Ordering::Relaxed),
+        );
+        counter(
+            o,
+            "bookie_rs_takeover_java_entry_log_bytes_removed",
+            "",
+            java_bytes,
+        );
         let _ = writeln!(o, "# TYPE bookie_journal_JOURNAL_ADD_ENTRY summary");
         for (j, s) in self.shards.iter().enumerate() {
             let mut m = Merged::new();

@@ -181,6 +181,7 @@ async fn run(
     let mut next_gc = Instant::now() + settings.wait;
     // Like Java, the first over-replication check comes one interval after the start.
     let mut last_overreplicated = Instant::now();
+    let mut java_logs = crate::store::takeover_retire::JavaLogRetirer::default();
     loop {
         let sleep = next_gc.saturating_duration_since(Instant::now()).min(tick);
         let woken = tokio::select! {
@@ -221,11 +222,45 @@ async fn run(
                 last_overreplicated = Instant::now();
             }
         }
+        if let Some(legacy) = &links.legacy {
+            retire_java_logs(&mut java_logs, legacy, &links.metrics);
+        }
         for shard in links.shards.iter() {
             let _ = shard.admin.send(AdminQuery::Gc(req));
         }
         shared.forcing.store(false, Ordering::Release);
         next_gc = Instant::now() + settings.wait;
+    }
+}
+
+/// Removes the taken-over Java entry logs no live ledger has an entry in
+/// (`store::takeover_retire`), counting them in the metrics.
+fn retire_java_logs(
+    retirer: &mut crate::store::takeover_retire::JavaLogRetirer,
+    legacy: &crate::store::takeover::Legacy,
+    metrics: &Metrics,
+) {
+    let started = Instant::now();
+    match retirer.pass(legacy) {
+        Ok(r) => {
+            if r.logs > 0 || r.ledgers_read > 0 {
+                log::info!(
+                    "gc: {} Java entry log(s) removed, {} bytes reclaimed: no live ledger has an \
+                     entry in them ({} Java ledgers' entry logs read from Java's index in {} ms)",
+                    r.logs,
+                    r.bytes,
+                    r.ledgers_read,
+                    started.elapsed().as_millis()
+                );
+            }
+            metrics
+                .java_logs_retired
+                .fetch_add(r.logs as u64, Ordering::Relaxed);
+            metrics
+                .java_log_bytes_retired
+                .fetch_add(r.bytes, Ordering::Relaxed);
+        }
+        Err(e) => log::warn!("gc: Java entry logs kept this time: {e}"),
     }
 }
 

@@ -16,3 +16,4 @@ pub mod paced;
 pub mod record;
 pub mod storage_wrap;
 pub mod takeover;
+pub mod takeover_retire;
