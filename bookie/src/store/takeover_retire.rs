@@ -21,6 +21,7 @@
 //! Rollback (README): a Java bookie started on the directories again finds those logs gone, as
 //! after its own collection; they held only ledgers this bookie no longer stores.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fs;
 use std::path::PathBuf;
@@ -120,15 +121,17 @@ impl JavaLogRetirer {
             .collect();
         let mut kept = vec![false; self.files.len()];
         for ledger in live {
-            if !self.logs_of.contains_key(&ledger) {
-                let logs = store
-                    .log_files_of(ledger)
-                    .map_err(|e| format!("Java ledger {ledger}'s entry logs: {e}"))?;
-                let places = logs.iter().filter_map(|p| place.get(p).copied()).collect();
-                self.logs_of.insert(ledger, places);
-                out.ledgers_read += 1;
-            }
-            for &p in self.logs_of[&ledger].iter() {
+            let places = match self.logs_of.entry(ledger) {
+                Entry::Occupied(o) => o.into_mut(),
+                Entry::Vacant(v) => {
+                    let logs = store
+                        .log_files_of(ledger)
+                        .map_err(|e| format!("Java ledger {ledger}'s entry logs: {e}"))?;
+                    out.ledgers_read += 1;
+                    v.insert(logs.iter().filter_map(|p| place.get(p).copied()).collect())
+                }
+            };
+            for &p in places.iter() {
                 kept[p as usize] = true;
             }
         }
