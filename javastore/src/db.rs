@@ -5,7 +5,7 @@
 //! `L mod N`). The databases are opened read-only (`rocksread`): their write-ahead logs are
 //! replayed in memory and nothing is written.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use bytes::Bytes;
@@ -289,30 +289,6 @@ impl DbStore {
             it.next();
         }
         Ok(out)
-    }
-
-    /// The entry logs of the ledger's directory that its locations point into, in one pass
-    /// over its keys (a log id the directory does not hold is left out).
-    pub fn log_files_of(&self, ledger: u64) -> Result<BTreeSet<PathBuf>, JavaError> {
-        let Some(p) = self.part(ledger) else {
-            return Ok(BTreeSet::new());
-        };
-        let mut ids = BTreeSet::new();
-        let mut it = p.locations.iter();
-        it.seek(&location_key(ledger, 0));
-        while let Some((k, v)) = it.entry().map_err(|e| JavaError::new(&p.ledger_dir, e))? {
-            if k.len() != 16 || be_u64(&k) != Some(ledger) {
-                break;
-            }
-            if let Some(loc) = be_u64(&v).and_then(Location::from_packed) {
-                ids.insert(loc.log_id);
-            }
-            it.next();
-        }
-        Ok(ids
-            .iter()
-            .filter_map(|id| p.logs.get(id).cloned())
-            .collect())
     }
 
     pub fn state(&self, ledger: u64) -> Result<Option<LedgerState>, JavaError> {

@@ -8,6 +8,7 @@
 //! before it is sane and the body names the ledger and entry asked for: Java's own check, and
 //! ours against an index slot that points at bytes a crash never wrote.
 
+use std::collections::BTreeSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,8 @@ const DIRECT_DUMMY_LENGTH: i32 = 3068;
 pub const MIN_ENTRY_BYTES: u32 = 16;
 /// The ledger id of ledgers-map records (and of Direct's dummy record).
 pub const INVALID_LEDGER: i64 = -1;
+/// The entry id of ledgers-map records.
+pub const LEDGERS_MAP_ENTRY: i64 = -2;
 /// A bound on one entry's length: 20 times Java's default frame limit (nettyMaxFrameSizeBytes,
 /// 5 MiB); a larger "length" is corruption, not an entry to allocate for.
 pub const MAX_ENTRY_BYTES: u32 = 100 << 20;
@@ -274,6 +277,71 @@ impl EntryLog {
     }
 }
 
+impl EntryLog {
+    /// The ledgers with an entry in this log, as Java's collector finds them
+    /// (`extractEntryLogMetadataFromIndex`, then `...ByScanning`): from the ledgers map a rotated
+    /// log ends with (§3.3), its batches walked from the header's offset and their total checked
+    /// against the header's count; a log without a map (the one active when Java stopped), or
+    /// whose map does not add up, is scanned record by record.
+    pub fn ledger_ids(&self) -> Result<BTreeSet<u64>, JavaError> {
+        if let Some(ids) = self.ledgers_map()? {
+            return Ok(ids);
+        }
+        let mut ids = BTreeSet::new();
+        self.scan(|e| {
+            if e.ledger >= 0 {
+                ids.insert(e.ledger as u64);
+            }
+        })?;
+        Ok(ids)
+    }
+
+    /// The ledgers map, `None` when there is none or it does not add up.
+    fn ledgers_map(&self) -> Result<Option<BTreeSet<u64>>, JavaError> {
+        let Some(h) = self.header else {
+            return Ok(None);
+        };
+        if h.version < 1 || h.ledgers_map_offset == 0 || h.ledgers_map_count == 0 {
+            return Ok(None);
+        }
+        let io = |e| JavaError::io(&self.path, "read the ledgers map of", e);
+        let mut ids = BTreeSet::new();
+        let mut total = 0u64;
+        let mut pos = h.ledgers_map_offset;
+        while pos + 24 <= self.len {
+            let Some(b) = read_exact_at(&self.file, pos, 24).map_err(io)? else {
+                break;
+            };
+            let length = be_i32(&b, 0);
+            if length <= 0 {
+                break;
+            }
+            let k = be_i32(&b, 20);
+            if be_i64(&b, 4) != INVALID_LEDGER
+                || be_i64(&b, 12) != LEDGERS_MAP_ENTRY
+                || k < 0
+                || length as u64 != 20 + 16 * k as u64
+                || pos + 4 + length as u64 > self.len
+            {
+                return Ok(None);
+            }
+            let Some(pairs) = read_exact_at(&self.file, pos + 24, 16 * k as usize).map_err(io)?
+            else {
+                return Ok(None);
+            };
+            for i in 0..k as usize {
+                let ledger = be_i64(&pairs, 16 * i);
+                if ledger >= 0 {
+                    ids.insert(ledger as u64);
+                }
+            }
+            total += k as u64;
+            pos += 4 + length as u64;
+        }
+        Ok((total == h.ledgers_map_count as u64).then_some(ids))
+    }
+}
+
 /// Test helpers that write logs the way Java does (§3), for this crate's tests and the
 /// bookie's.
 pub mod write {
@@ -430,6 +498,52 @@ mod tests {
         let mut skewed = at.clone();
         skewed[1].0 += 1;
         assert!(log.read_entries(&skewed).is_err());
+    }
+
+    #[test]
+    fn ledgers_from_the_map_or_a_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let bodies: Vec<Vec<u8>> = [(3, 0), (8, 0), (3, 1), (5, 0), (8, 1)]
+            .iter()
+            .map(|&(l, e)| body(l, e, e - 1, &[1; 40]))
+            .collect();
+        let refs: Vec<&[u8]> = bodies.iter().map(|b| b.as_slice()).collect();
+        let want = BTreeSet::from([3, 5, 8]);
+        // A rotated log: its map.
+        let (with_map, _) = legacy_log(&refs, true);
+        let p = dir.path().join("1.log");
+        std::fs::write(&p, &with_map).unwrap();
+        let log = EntryLog::open(&p, 1).unwrap();
+        assert_eq!(log.ledgers_map().unwrap(), Some(want.clone()));
+        assert_eq!(log.ledger_ids().unwrap(), want);
+        // The map names a ledger the records do not hold (Java counts what it wrote; the map
+        // is what its collector trusts): the map wins over a scan.
+        let mut other = with_map.clone();
+        let at = other.len() - 16 * 3 + 16; // the second pair's ledger id
+        other[at..at + 8].copy_from_slice(&11i64.to_be_bytes());
+        std::fs::write(&p, &other).unwrap();
+        let log = EntryLog::open(&p, 1).unwrap();
+        assert_eq!(log.ledger_ids().unwrap(), BTreeSet::from([3, 5, 11]));
+        // A map whose total is not the header's count: scanned instead.
+        let mut bad = with_map.clone();
+        bad[16..20].copy_from_slice(&4u32.to_be_bytes());
+        std::fs::write(&p, &bad).unwrap();
+        let log = EntryLog::open(&p, 1).unwrap();
+        assert_eq!(log.ledgers_map().unwrap(), None);
+        assert_eq!(log.ledger_ids().unwrap(), want);
+        // The log active when Java stopped: no map, scanned.
+        let (no_map, _) = legacy_log(&refs, false);
+        std::fs::write(&p, &no_map).unwrap();
+        let log = EntryLog::open(&p, 1).unwrap();
+        assert_eq!(log.ledgers_map().unwrap(), None);
+        assert_eq!(log.ledger_ids().unwrap(), want);
+        // Allocated ahead, its header only: no ledgers.
+        std::fs::write(&p, &no_map[..LOG_HEADER_BYTES as usize]).unwrap();
+        assert!(EntryLog::open(&p, 1)
+            .unwrap()
+            .ledger_ids()
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

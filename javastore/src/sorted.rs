@@ -4,7 +4,7 @@
 //! and entry logs are read when asked, so the view is ready in the time of a directory walk
 //! whatever the size of the data.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use bytes::Bytes;
@@ -84,23 +84,6 @@ impl SortedStore {
             return Ok(None);
         }
         IdxFile::open(p, ledger).map(Some)
-    }
-
-    /// The entry logs the ledger's index file points into (a log id no directory holds is
-    /// left out).
-    pub fn log_files_of(&self, ledger: u64) -> Result<BTreeSet<PathBuf>, JavaError> {
-        let Some(f) = self.index_file(ledger)? else {
-            return Ok(BTreeSet::new());
-        };
-        let mut ids = BTreeSet::new();
-        f.for_each_slot(|_, loc| {
-            ids.insert(loc.log_id);
-            true
-        })?;
-        Ok(ids
-            .iter()
-            .filter_map(|id| self.logs.get(id).cloned())
-            .collect())
     }
 
     pub fn state(&self, ledger: u64) -> Result<Option<LedgerState>, JavaError> {

@@ -183,17 +183,6 @@ impl JavaStore {
         }
     }
 
-    /// The entry logs the ledger's entries lie in, by its index (one pass over it).
-    pub fn log_files_of(
-        &self,
-        ledger: u64,
-    ) -> Result<std::collections::BTreeSet<std::path::PathBuf>, JavaError> {
-        match self {
-            JavaStore::Sorted(s) => s.log_files_of(ledger),
-            JavaStore::Db(s) => s.log_files_of(ledger),
-        }
-    }
-
     /// Opens every entry log and checks its header (a log shorter than its header is an
     /// allocated, never-flushed one: fine). Returns how many.
     pub fn check_entry_logs(&self) -> Result<usize, JavaError> {

@@ -223,7 +223,7 @@ async fn run(
             }
         }
         if let Some(legacy) = &links.legacy {
-            retire_java_logs(&mut java_logs, legacy, &links.metrics);
+            retire_java_logs(&mut java_logs, legacy, &links).await;
         }
         for shard in links.shards.iter() {
             let _ = shard.admin.send(AdminQuery::Gc(req));
@@ -233,31 +233,43 @@ async fn run(
     }
 }
 
-/// Removes the taken-over Java entry logs no live ledger has an entry in
-/// (`store::takeover_retire`), counting them in the metrics.
-fn retire_java_logs(
+/// Removes the taken-over Java entry logs in which no ledger the shards hold has an entry
+/// (`store::takeover_retire`), counting them in the metrics. The shards are listed after the
+/// collection dropped what it dropped.
+async fn retire_java_logs(
     retirer: &mut crate::store::takeover_retire::JavaLogRetirer,
     legacy: &crate::store::takeover::Legacy,
-    metrics: &Metrics,
+    links: &GcLinks,
 ) {
     let started = Instant::now();
-    match retirer.pass(legacy) {
+    let held = match local_ledgers(&links.shards).await {
+        Ok(held) => held,
+        Err(e) => {
+            log::warn!("gc: Java entry logs not looked at this time: {e}");
+            return;
+        }
+    };
+    match retirer.pass(&legacy.store, &held) {
         Ok(r) => {
-            if r.logs > 0 || r.ledgers_read > 0 {
+            if r.logs_read > 0 {
                 log::info!(
-                    "gc: {} Java entry log(s) removed, {} bytes reclaimed: no live ledger has an \
-                     entry in them ({} Java ledgers' entry logs read from Java's index in {} ms)",
-                    r.logs,
-                    r.bytes,
-                    r.ledgers_read,
+                    "gc: read which ledgers {} Java entry log(s) hold, in {} ms",
+                    r.logs_read,
                     started.elapsed().as_millis()
                 );
             }
-            metrics
-                .java_logs_retired
+            if r.logs > 0 {
+                log::info!(
+                    "gc: {} Java entry log(s) removed, {} bytes reclaimed: no ledger this \
+                     bookie stores has an entry in them",
+                    r.logs,
+                    r.bytes
+                );
+            }
+            let m = &links.metrics;
+            m.java_logs_retired
                 .fetch_add(r.logs as u64, Ordering::Relaxed);
-            metrics
-                .java_log_bytes_retired
+            m.java_log_bytes_retired
                 .fetch_add(r.bytes, Ordering::Relaxed);
         }
         Err(e) => log::warn!("gc: Java entry logs kept this time: {e}"),
@@ -314,6 +326,24 @@ impl Pace {
         }
         self.next = self.next.max(now) + self.interval;
     }
+}
+
+/// The ids of the ledgers the shards hold.
+async fn local_ledgers(shards: &[ShardHandle]) -> Result<BTreeSet<u64>, String> {
+    let mut local = BTreeSet::new();
+    for shard in shards {
+        let (tx, rx) = oneshot::channel();
+        shard
+            .admin
+            .send(AdminQuery::ListLedgers(tx))
+            .map_err(|_| "a shard is not running".to_string())?;
+        let ids = tokio::time::timeout(Duration::from_secs(30), rx)
+            .await
+            .map_err(|_| "a shard did not list its ledgers".to_string())?
+            .map_err(|_| "a shard stopped".to_string())?;
+        local.extend(ids.into_iter().map(|id| id as u64));
+    }
+    Ok(local)
 }
 
 /// One scan of the cluster's metadata against the local ledgers.
@@ -389,20 +419,7 @@ impl Pass<'_> {
     }
 
     async fn local_ledgers(&self) -> Result<BTreeSet<u64>, String> {
-        let mut local = BTreeSet::new();
-        for shard in self.shards {
-            let (tx, rx) = oneshot::channel();
-            shard
-                .admin
-                .send(AdminQuery::ListLedgers(tx))
-                .map_err(|_| "a shard is not running".to_string())?;
-            let ids = tokio::time::timeout(Duration::from_secs(30), rx)
-                .await
-                .map_err(|_| "a shard did not list its ledgers".to_string())?
-                .map_err(|_| "a shard stopped".to_string())?;
-            local.extend(ids.into_iter().map(|id| id as u64));
-        }
-        Ok(local)
+        local_ledgers(self.shards).await
     }
 
     /// Has every shard drop `ids` (the one that holds each does); returns how many were held.

@@ -24,8 +24,8 @@
 //! Java's files are never written, so the Java bookie can be started on them again (README,
 //! "Taking over a Java bookie"); a taken-over ledger deleted since is recorded in
 //! `java-deleted`, this bookie's own file, before the shards drop it, and stays deleted. An
-//! entry log left with no live ledger's entries is then removed (`store::takeover_retire`), as
-//! Java's collector would remove it.
+//! entry log left with no entry of a ledger this bookie stores is then removed
+//! (`store::takeover_retire`), as Java's collector would remove it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -87,43 +87,6 @@ impl Legacy {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .append(&ours)
-    }
-
-    /// The taken-over ledgers deleted since the takeover (recorded in `java-deleted`).
-    pub fn deleted_ids(&self) -> BTreeSet<u64> {
-        self.deleted
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .ids
-            .clone()
-    }
-
-    /// A Java side read straight from `store`, every ledger with an index entry taken over,
-    /// deletions recorded in `deleted_file` (unit tests of what builds on it).
-    #[cfg(test)]
-    pub fn for_tests(store: JavaStore, deleted_file: &Path) -> Legacy {
-        let ledgers = store
-            .ledgers()
-            .into_iter()
-            .filter_map(|l| {
-                let st = store.state(l).ok()??;
-                Some((
-                    l,
-                    LegacyLedger {
-                        master_key: st.master_key,
-                        fenced: st.fenced,
-                        explicit_lac: st.explicit_lac,
-                        last_entry: st.last_entry,
-                        lac: -1,
-                    },
-                ))
-            })
-            .collect();
-        Legacy {
-            store,
-            ledgers,
-            deleted: Mutex::new(DeletedLog::open(deleted_file).expect("deleted list")),
-        }
     }
 }
 

@@ -148,14 +148,33 @@ class X09JavaLogRemovedTest {
         }
     }
 
-    /** Path below `base` -> sha256 of every file in the Java bookie's `current/` directories. */
+    /**
+     * Path below `base` -> sha256 of every file in the Java bookie's `current/` directories. A file
+     * removed while they are walked makes the walk start over.
+     */
     private static Map<String, String> javaFiles(Path base) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return javaFilesOnce(base);
+            } catch (java.io.UncheckedIOException e) {
+                if (!(e.getCause() instanceof java.nio.file.NoSuchFileException) || attempt == 5) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static Map<String, String> javaFilesOnce(Path base) throws Exception {
         Map<String, String> out = new java.util.TreeMap<>();
         try (java.util.stream.Stream<Path> files = Files.walk(base)) {
             for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
                 String rel = base.relativize(f).toString();
                 if (rel.contains("/current/") && !rel.matches(".*/LOG(\\.old\\..*)?$")) {
-                    out.put(rel, Payloads.sha256(Files.readAllBytes(f)));
+                    try {
+                        out.put(rel, Payloads.sha256(Files.readAllBytes(f)));
+                    } catch (java.nio.file.NoSuchFileException gone) {
+                        // removed between the listing and the read: gone, as in the next listing
+                    }
                 }
             }
         }
