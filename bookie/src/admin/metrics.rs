@@ -407,7 +407,7 @@ pub struct Metrics {
     /// and those that went ahead after its longest wait.
     pub reads_waited: AtomicU64,
     pub reads_overdue: AtomicU64,
-    /// Taken-over Java entry logs removed once every ledger in them was deleted
+    /// Taken-over Java entry logs removed once no ledger the shards hold had an entry in them
     /// (`store::takeover_retire`), and their bytes.
     pub java_logs_retired: AtomicU64,
     pub java_log_bytes_retired: AtomicU64,
@@ -500,7 +500,7 @@ impl Metrics {
         let java_bytes = self.java_log_bytes_retired.load(Ordering::Relaxed);
         for (name, pick) in gc_series {
             // Java's deletion figure counts the entry logs removed whole: a taken-over Java
-            // log removed once its ledgers were all deleted is one.
+            // log removed once none of its ledgers was held any more is one.
             let java = if name == "bookie_gc_RECLAIMED_DELETION_SPACE_BYTES" {
                 java_bytes
             } else {
