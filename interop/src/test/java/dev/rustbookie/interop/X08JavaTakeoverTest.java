@@ -1,17 +1,13 @@
 package dev.rustbookie.interop;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -195,32 +191,12 @@ class X08JavaTakeoverTest {
         }
     }
 
-    /** Every entry from..to read from `bookie` alone: ids and payload byte for byte. */
     private static void verifyRaw(Raw raw, BookieId bookie, long ledger, long from, long to) throws Exception {
-        for (long e = from; e <= to; e++) {
-            Raw.Result r = raw.read(bookie, ledger, e);
-            assertEquals(0, r.rc(), "read of entry " + e + " of ledger " + ledger);
-            assertNotNull(r.data());
-            ByteBuffer b = ByteBuffer.wrap(r.data());
-            assertEquals(ledger, b.getLong(0), "ledger id in entry " + e);
-            assertEquals(e, b.getLong(8), "entry id in entry " + e);
-            byte[] want = Payloads.payload(SEED, ledger, e, SIZE.applyAsInt(e));
-            assertArrayEquals(want, Arrays.copyOfRange(r.data(), 36, r.data().length),
-                    "payload of entry " + e + " of ledger " + ledger);
-        }
+        OursOnJava.verifyRaw(raw, bookie, SEED, SIZE, ledger, from, to);
     }
 
-    /** Path below `base` -> sha256 of every file in the Java bookie's `current/` directories. */
     private static Map<String, String> javaFiles(Path base) throws Exception {
-        Map<String, String> out = new java.util.TreeMap<>();
-        try (java.util.stream.Stream<Path> files = Files.walk(base)) {
-            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
-                String rel = base.relativize(f).toString();
-                if (rel.contains("/current/")) {
-                    out.put(rel, Payloads.sha256(Files.readAllBytes(f)));
-                }
-            }
-        }
+        Map<String, String> out = OursOnJava.javaFiles(base);
         assertTrue(out.keySet().stream().anyMatch(k -> k.endsWith(".txn")), "Java journal files: " + out.keySet());
         return out;
     }

@@ -1,15 +1,11 @@
 package dev.rustbookie.interop;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -133,51 +129,11 @@ class X09JavaLogRemovedTest {
         }
     }
 
-    /** Entries 0..to of `ledger` read from `bookie` alone: ids and payload byte for byte. */
     private static void verifyRaw(Raw raw, BookieId bookie, long ledger, long to) throws Exception {
-        for (long e = 0; e <= to; e++) {
-            Raw.Result r = raw.read(bookie, ledger, e);
-            assertEquals(0, r.rc(), "read of entry " + e + " of ledger " + ledger);
-            assertNotNull(r.data());
-            ByteBuffer b = ByteBuffer.wrap(r.data());
-            assertEquals(ledger, b.getLong(0), "ledger id in entry " + e);
-            assertEquals(e, b.getLong(8), "entry id in entry " + e);
-            byte[] want = Payloads.payload(SEED, ledger, e, SIZE.applyAsInt(e));
-            assertArrayEquals(want, Arrays.copyOfRange(r.data(), 36, r.data().length),
-                    "payload of entry " + e + " of ledger " + ledger);
-        }
+        OursOnJava.verifyRaw(raw, bookie, SEED, SIZE, ledger, 0, to);
     }
 
-    /**
-     * Path below `base` -> sha256 of every file in the Java bookie's `current/` directories. A file
-     * removed while they are walked makes the walk start over.
-     */
     private static Map<String, String> javaFiles(Path base) throws Exception {
-        for (int attempt = 1; ; attempt++) {
-            try {
-                return javaFilesOnce(base);
-            } catch (java.io.UncheckedIOException e) {
-                if (!(e.getCause() instanceof java.nio.file.NoSuchFileException) || attempt == 5) {
-                    throw e;
-                }
-            }
-        }
-    }
-
-    private static Map<String, String> javaFilesOnce(Path base) throws Exception {
-        Map<String, String> out = new java.util.TreeMap<>();
-        try (java.util.stream.Stream<Path> files = Files.walk(base)) {
-            for (Path f : (Iterable<Path>) files.filter(Files::isRegularFile)::iterator) {
-                String rel = base.relativize(f).toString();
-                if (rel.contains("/current/") && !rel.matches(".*/LOG(\\.old\\..*)?$")) {
-                    try {
-                        out.put(rel, Payloads.sha256(Files.readAllBytes(f)));
-                    } catch (java.nio.file.NoSuchFileException gone) {
-                        // removed between the listing and the read: gone, as in the next listing
-                    }
-                }
-            }
-        }
-        return out;
+        return OursOnJava.javaFiles(base);
     }
 }
