@@ -29,6 +29,8 @@ pub const MIN_ENTRY_BYTES: u32 = 16;
 pub const INVALID_LEDGER: i64 = -1;
 /// The entry id of ledgers-map records.
 pub const LEDGERS_MAP_ENTRY: i64 = -2;
+/// The most ledgers Java writes in one ledgers-map batch: a larger count is not a map.
+const LEDGERS_MAP_MAX_BATCH: i32 = 10_000;
 /// A bound on one entry's length: 20 times Java's default frame limit (nettyMaxFrameSizeBytes,
 /// 5 MiB); a larger "length" is corruption, not an entry to allocate for.
 pub const MAX_ENTRY_BYTES: u32 = 100 << 20;
@@ -319,7 +321,7 @@ impl EntryLog {
             let k = be_i32(&b, 20);
             if be_i64(&b, 4) != INVALID_LEDGER
                 || be_i64(&b, 12) != LEDGERS_MAP_ENTRY
-                || k < 0
+                || !(0..=LEDGERS_MAP_MAX_BATCH).contains(&k)
                 || length as u64 != 20 + 16 * k as u64
                 || pos + 4 + length as u64 > self.len
             {
