@@ -237,13 +237,22 @@ impl EntryLog {
     /// padding, skip to the next 4 KiB boundary, and zeros end the data), records of ledger −1
     /// (the ledgers map, Direct's dummy) are skipped, a short read ends the scan. Returns the
     /// offset where the scan ended.
-    pub fn scan(&self, mut f: impl FnMut(ScannedEntry)) -> Result<u64, JavaError> {
+    pub fn scan(&self, f: impl FnMut(ScannedEntry)) -> Result<u64, JavaError> {
+        self.scan_checked(f).map(|(end, _)| end)
+    }
+
+    /// [`EntryLog::scan`], and whether the records could not all be accounted for: a legacy
+    /// log's padding with records after it (Java's writer leaves no gaps, so the scanner may
+    /// have resynchronised inside a record and skipped real ones), a record too short for an
+    /// entry, or a negative ledger id other than the map's. A torn last record is not doubtful.
+    fn scan_checked(&self, mut f: impl FnMut(ScannedEntry)) -> Result<(u64, bool), JavaError> {
         let Some(h) = self.header else {
-            return Ok(0);
+            return Ok((0, false));
         };
         let io = |e| JavaError::io(&self.path, "scan entry log", e);
         let mut c = Cursor::new(&self.file, self.len, 1 << 20);
         let mut pos = h.data_start();
+        let (mut gap, mut doubtful) = (false, false);
         while let Some(b) = c.bytes(pos, 12).map_err(io)? {
             let length = be_i32(b, 0);
             let ledger = be_i64(b, 4);
@@ -254,6 +263,7 @@ impl EntryLog {
                     }
                     pos = (pos / DIRECT_HEADER_BYTES + 1) * DIRECT_HEADER_BYTES;
                 } else {
+                    gap = true;
                     pos += 1;
                 }
                 continue;
@@ -262,20 +272,25 @@ impl EntryLog {
             if pos + 4 + length as u64 > self.len {
                 break;
             }
-            if ledger != INVALID_LEDGER && length >= MIN_ENTRY_BYTES {
-                let Some(b) = c.bytes(pos + 12, 8).map_err(io)? else {
-                    break;
-                };
-                f(ScannedEntry {
-                    ledger,
-                    entry: be_i64(b, 0),
-                    offset: pos + 4,
-                    length,
-                });
+            doubtful |= gap || (ledger < 0 && ledger != INVALID_LEDGER);
+            if ledger != INVALID_LEDGER {
+                if length < MIN_ENTRY_BYTES {
+                    doubtful = true;
+                } else {
+                    let Some(b) = c.bytes(pos + 12, 8).map_err(io)? else {
+                        break;
+                    };
+                    f(ScannedEntry {
+                        ledger,
+                        entry: be_i64(b, 0),
+                        offset: pos + 4,
+                        length,
+                    });
+                }
             }
             pos += 4 + length as u64;
         }
-        Ok(pos)
+        Ok((pos, doubtful))
     }
 }
 
@@ -284,18 +299,19 @@ impl EntryLog {
     /// (`extractEntryLogMetadataFromIndex`, then `...ByScanning`): from the ledgers map a rotated
     /// log ends with (§3.3), its batches walked from the header's offset and their total checked
     /// against the header's count; a log without a map (the one active when Java stopped), or
-    /// whose map does not add up, is scanned record by record.
-    pub fn ledger_ids(&self) -> Result<BTreeSet<u64>, JavaError> {
+    /// whose map does not add up, is scanned record by record. `None` when a scan could not
+    /// account for every record (`scan_checked`'s doubts): the ledgers it found may not be all.
+    pub fn ledger_ids(&self) -> Result<Option<BTreeSet<u64>>, JavaError> {
         if let Some(ids) = self.ledgers_map()? {
-            return Ok(ids);
+            return Ok(Some(ids));
         }
         let mut ids = BTreeSet::new();
-        self.scan(|e| {
+        let (_, doubtful) = self.scan_checked(|e| {
             if e.ledger >= 0 {
                 ids.insert(e.ledger as u64);
             }
         })?;
-        Ok(ids)
+        Ok((!doubtful).then_some(ids))
     }
 
     /// The ledgers map, `None` when there is none or it does not add up.
@@ -517,7 +533,7 @@ mod tests {
         std::fs::write(&p, &with_map).unwrap();
         let log = EntryLog::open(&p, 1).unwrap();
         assert_eq!(log.ledgers_map().unwrap(), Some(want.clone()));
-        assert_eq!(log.ledger_ids().unwrap(), want);
+        assert_eq!(log.ledger_ids().unwrap(), Some(want.clone()));
         // The map names a ledger the records do not hold (Java counts what it wrote; the map
         // is what its collector trusts): the map wins over a scan.
         let mut other = with_map.clone();
@@ -525,27 +541,41 @@ mod tests {
         other[at..at + 8].copy_from_slice(&11i64.to_be_bytes());
         std::fs::write(&p, &other).unwrap();
         let log = EntryLog::open(&p, 1).unwrap();
-        assert_eq!(log.ledger_ids().unwrap(), BTreeSet::from([3, 5, 11]));
+        assert_eq!(log.ledger_ids().unwrap(), Some(BTreeSet::from([3, 5, 11])));
         // A map whose total is not the header's count: scanned instead.
         let mut bad = with_map.clone();
         bad[16..20].copy_from_slice(&4u32.to_be_bytes());
         std::fs::write(&p, &bad).unwrap();
         let log = EntryLog::open(&p, 1).unwrap();
         assert_eq!(log.ledgers_map().unwrap(), None);
-        assert_eq!(log.ledger_ids().unwrap(), want);
+        assert_eq!(log.ledger_ids().unwrap(), Some(want.clone()));
         // The log active when Java stopped: no map, scanned.
         let (no_map, _) = legacy_log(&refs, false);
         std::fs::write(&p, &no_map).unwrap();
         let log = EntryLog::open(&p, 1).unwrap();
         assert_eq!(log.ledgers_map().unwrap(), None);
-        assert_eq!(log.ledger_ids().unwrap(), want);
+        assert_eq!(log.ledger_ids().unwrap(), Some(want.clone()));
+        // Cut in its last record (a crash): what is whole is all there is.
+        std::fs::write(&p, &no_map[..no_map.len() - 10]).unwrap();
+        let log = EntryLog::open(&p, 1).unwrap();
+        assert_eq!(log.ledger_ids().unwrap(), Some(BTreeSet::from([3, 5, 8])));
+        // Zeros in the middle, records after them (a hole a crash left): the scan cannot vouch
+        // for what it stepped over.
+        let mut holed = no_map.clone();
+        let second = LOG_HEADER_BYTES as usize + 4 + bodies[0].len();
+        holed[second..second + 20].fill(0);
+        std::fs::write(&p, &holed).unwrap();
+        assert_eq!(EntryLog::open(&p, 1).unwrap().ledger_ids().unwrap(), None);
+        // A record whose ledger id is negative (not the map's -1): garbage, doubtful.
+        let mut neg = no_map.clone();
+        let at = LOG_HEADER_BYTES as usize + 4;
+        neg[at..at + 8].copy_from_slice(&(-7i64).to_be_bytes());
+        std::fs::write(&p, &neg).unwrap();
+        assert_eq!(EntryLog::open(&p, 1).unwrap().ledger_ids().unwrap(), None);
         // Allocated ahead, its header only: no ledgers.
         std::fs::write(&p, &no_map[..LOG_HEADER_BYTES as usize]).unwrap();
-        assert!(EntryLog::open(&p, 1)
-            .unwrap()
-            .ledger_ids()
-            .unwrap()
-            .is_empty());
+        let ids = EntryLog::open(&p, 1).unwrap().ledger_ids().unwrap();
+        assert_eq!(ids, Some(BTreeSet::new()));
     }
 
     #[test]

@@ -14,8 +14,10 @@
 //! Which ledgers a log holds comes from the log, as Java's collector reads it: the ledgers map
 //! a rotated log ends with, or a scan of its records (the log active when Java stopped has no
 //! map), once per log: Java's files do not change after the takeover. A log that cannot be read
-//! stops the pass before anything is removed; a log of its header alone (allocated ahead by
-//! Java) holds nothing and is left. `bookie_gc_RECLAIMED_DELETION_SPACE_BYTES` counts the bytes,
+//! stops the pass before anything is removed; a scanned log whose records the scan could not all
+//! account for (a hole a crash left mid-file: the scanner may have stepped over real records)
+//! is kept for good, where Java's collector would trust its scan; a log of its header alone
+//! (allocated ahead by Java) holds nothing and is left. `bookie_gc_RECLAIMED_DELETION_SPACE_BYTES` counts the bytes,
 //! as Java's does.
 //!
 //! Rollback (README): a Java bookie started on the directories again finds those logs gone, as
@@ -46,7 +48,7 @@ pub struct JavaLogRetirer {
     files: Option<Vec<PathBuf>>,
     /// By place in `files`: the ledgers with an entry in the log, once read.
     ledgers_in: Vec<Option<Box<[u64]>>>,
-    /// By place in `files`: removed, or found gone, already.
+    /// By place in `files`: removed, found gone, or kept for good (its ledgers unknown).
     retired: Vec<bool>,
 }
 
@@ -76,6 +78,16 @@ impl JavaLogRetirer {
                         Err(e) => return Err(e.to_string()),
                     };
                     out.logs_read += 1;
+                    let Some(ids) = ids else {
+                        // Records the scan could not account for: it may hold any ledger.
+                        log::warn!(
+                            "takeover: Java entry log {} is kept for good: a scan of it could \
+                             not account for every record",
+                            path.display()
+                        );
+                        self.retired[place] = true;
+                        continue;
+                    };
                     self.ledgers_in[place].insert(ids.into_iter().collect())
                 }
             };
@@ -264,5 +276,28 @@ mod tests {
         let held = BTreeSet::from([3, 4]);
         assert_eq!(r.pass(&store, &held).unwrap().logs, 2);
         assert_eq!(logs_left(&cur), ["1.log", "2.log", "4.log", "5.log"]);
+    }
+
+    #[test]
+    fn a_log_the_scan_cannot_vouch_for_is_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let cur = java_ledger_dir(root.path());
+        // Log 5 (no map) with a hole of zeros after its first record, records after it.
+        let log5 = cur.join("5.log");
+        let mut b = fs::read(&log5).unwrap();
+        let first = u32::from_be_bytes(b[1024..1028].try_into().unwrap()) as usize;
+        let second = 1024 + 4 + first;
+        b[second..second + 64].fill(0);
+        fs::write(&log5, &b).unwrap();
+        let store = store(root.path());
+        let mut r = JavaLogRetirer::default();
+        // Nothing is held: every log with entries goes but log 5.
+        let done = r.pass(&store, &BTreeSet::new()).unwrap();
+        assert_eq!(done.logs, 4);
+        assert_eq!(logs_left(&cur), ["4.log", "5.log"]);
+        assert_eq!(
+            r.pass(&store, &BTreeSet::new()).unwrap(),
+            Retired::default()
+        );
     }
 }
