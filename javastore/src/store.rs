@@ -175,25 +175,23 @@ impl JavaStore {
         }
     }
 
-    /// Every entry log listed when the store was opened, over the directories.
-    pub fn entry_log_files(&self) -> Vec<std::path::PathBuf> {
+    /// Every entry log listed when the store was opened, over the directories: its id and path
+    /// (DbLedgerStorage numbers each directory's logs on their own, so an id may repeat).
+    pub fn entry_log_files(&self) -> Vec<(u64, std::path::PathBuf)> {
         match self {
-            JavaStore::Sorted(s) => s.entry_logs().values().cloned().collect(),
-            JavaStore::Db(s) => s.entry_log_paths().into_iter().map(|(_, p)| p).collect(),
-        }
-    }
-
-    /// Opens every entry log and checks its header (a log shorter than its header is an
-    /// allocated, never-flushed one: fine). Returns how many.
-    pub fn check_entry_logs(&self) -> Result<usize, JavaError> {
-        let logs: Vec<(u64, std::path::PathBuf)> = match self {
             JavaStore::Sorted(s) => s
                 .entry_logs()
                 .iter()
                 .map(|(k, v)| (*k, v.clone()))
                 .collect(),
             JavaStore::Db(s) => s.entry_log_paths(),
-        };
+        }
+    }
+
+    /// Opens every entry log and checks its header (a log shorter than its header is an
+    /// allocated, never-flushed one: fine). Returns how many.
+    pub fn check_entry_logs(&self) -> Result<usize, JavaError> {
+        let logs = self.entry_log_files();
         for (id, path) in &logs {
             crate::entrylog::EntryLog::open(path, *id)?;
         }

@@ -45,7 +45,7 @@ pub struct Retired {
 #[derive(Default)]
 pub struct JavaLogRetirer {
     /// Java's entry logs as listed at the start (read at the first pass).
-    files: Option<Vec<PathBuf>>,
+    files: Option<Vec<(u64, PathBuf)>>,
     /// By place in `files`: the ledgers with an entry in the log, once read.
     ledgers_in: Vec<Option<Box<[u64]>>>,
     /// By place in `files`: removed, found gone, or kept for good (its ledgers unknown).
@@ -62,14 +62,14 @@ impl JavaLogRetirer {
         self.retired.resize(files.len(), false);
         let mut out = Retired::default();
         let mut dead = Vec::new();
-        for (place, path) in files.iter().enumerate() {
+        for (place, (id, path)) in files.iter().enumerate() {
             if self.retired[place] {
                 continue;
             }
             let ledgers = match &self.ledgers_in[place] {
                 Some(l) => l,
                 None => {
-                    let ids = match EntryLog::open(path, place as u64) {
+                    let ids = match EntryLog::open(path, *id) {
                         Ok(log) => log.ledger_ids().map_err(|e| e.to_string())?,
                         Err(_) if !path.exists() => {
                             self.retired[place] = true;
@@ -96,7 +96,7 @@ impl JavaLogRetirer {
             }
         }
         for place in dead {
-            let path = &files[place];
+            let path = &files[place].1;
             match fs::metadata(path) {
                 // A log of its header alone (Java allocates the next log ahead of need): nothing
                 // to reclaim, and left as Java made it.
