@@ -19,8 +19,12 @@ import org.apache.bookkeeper.net.BookieId;
 public abstract class Bookie {
     public final String name;
     public final Path dir;
-    public final int port;
-    public final int httpPort;
+    /**
+     * The bookie port (its id) and admin HTTP port. Fixed once the bookie has started; before
+     * that, a first start that finds a port taken draws new ones (see {@link #awaitReady}).
+     */
+    public volatile int port;
+    public volatile int httpPort;
     protected final Cluster cluster;
     /** Extra or overriding bk_server.conf keys. */
     public final Map<String, String> extraConf = new LinkedHashMap<>();
@@ -29,6 +33,13 @@ public abstract class Bookie {
     private volatile long staleOwner;
     /** Whether the scenario expects this bookie up (for the end-of-scenario checks). */
     public volatile boolean expectUp;
+    /** Launches so far; whether its directory was empty at the first; whether it ever registered. */
+    private int launches;
+    private boolean freshAtFirstLaunch;
+    private volatile boolean everReady;
+    /** First starts retried on new ports after a port was found taken. */
+    private int portRetries;
+    private static final int PORT_RETRIES = 3;
 
     protected Bookie(Cluster cluster, String name) {
         this.cluster = cluster;
@@ -85,6 +96,9 @@ public abstract class Bookie {
         if (proc != null && proc.isAlive()) {
             throw new IllegalStateException(name + " is already running");
         }
+        if (launches++ == 0) {
+            freshAtFirstLaunch = isEmptyDir(dir);
+        }
         Files.createDirectories(dir.resolve("journal"));
         Files.createDirectories(dir.resolve("ledgers"));
         Files.createDirectories(dir.resolve("tmp"));
@@ -118,11 +132,16 @@ public abstract class Bookie {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (System.nanoTime() < deadline) {
             if (proc == null || !proc.isAlive()) {
+                if (retryOnNewPorts()) {
+                    deadline = System.nanoTime() + timeout.toNanos();
+                    continue;
+                }
                 throw new IllegalStateException(name + " exited with " + (proc == null ? "?" : proc.exitValue())
                         + " before registering (" + lastError() + "); log tail:\n" + logTail(40));
             }
             long owner = cluster.registrationOwner(id());
             if (owner != 0 && owner != staleOwner && readyExtra()) {
+                everReady = true;
                 return;
             }
             Thread.sleep(100);
@@ -132,14 +151,71 @@ public abstract class Bookie {
     }
 
     /**
+     * A bookie's first start that failed on a taken port (its bookie port or HTTP port, drawn
+     * free seconds before: some other process on the machine bound it in between) is launched
+     * again on newly drawn ports, from an emptied directory (a Java bookie writes its cookie,
+     * with the old port in its id, before it binds). Only a bookie that has never registered and
+     * whose directory the harness created empty is retried: once started, its port is its
+     * identity. Who held the port goes to the scenario's output.
+     */
+    private synchronized boolean retryOnNewPorts() throws IOException {
+        if (everReady || !freshAtFirstLaunch || portRetries >= PORT_RETRIES || !currentLog().contains(
+                "Address already in use")) {
+            return false;
+        }
+        portRetries++;
+        Cluster.log(name + ": a port was taken at its first start (" + lastError() + "); holders: "
+                + Procs.portHolders(port, httpPort) + "; starting it again on new ports");
+        port = Ports.free();
+        httpPort = Ports.free();
+        Procs.forget(proc);
+        proc = null;
+        deleteTree(dir);
+        launch();
+        return true;
+    }
+
+    /** The log since the last launch. */
+    private String currentLog() {
+        String all = logText();
+        int at = all.lastIndexOf("==== start ");
+        return at < 0 ? all : all.substring(at);
+    }
+
+    private static boolean isEmptyDir(Path d) throws IOException {
+        if (!Files.exists(d)) {
+            return true;
+        }
+        try (java.util.stream.Stream<Path> s = Files.list(d)) {
+            return s.findAny().isEmpty();
+        }
+    }
+
+    private static void deleteTree(Path d) throws IOException {
+        if (!Files.exists(d)) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> s = Files.walk(d)) {
+            for (Path p : (Iterable<Path>) s.sorted(java.util.Comparator.reverseOrder())::iterator) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+
+    /**
      * The log's last error line (or its last line): reports show an exception's first line
-     * only, so a start failure names its cause there.
+     * only, so a start failure names its cause there (the exception itself, not a stack frame
+     * or a "Suppressed:" note after it).
      */
     public String lastError() {
         String[] all = logText().split("\n");
         for (int i = all.length - 1; i >= 0; i--) {
-            if (all[i].contains("ERROR") || all[i].contains("panicked at") || all[i].contains("Exception")) {
-                return "last error: " + all[i].strip();
+            String l = all[i].strip();
+            if (l.startsWith("at ") || l.startsWith("Suppressed:") || l.startsWith("...")) {
+                continue;
+            }
+            if (l.contains("ERROR") || l.contains("panicked at") || l.contains("Exception")) {
+                return "last error: " + l;
             }
         }
         return all.length == 0 ? "empty log" : "last line: " + all[all.length - 1].strip();

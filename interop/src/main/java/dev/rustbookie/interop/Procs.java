@@ -55,6 +55,30 @@ public final class Procs {
         }
     }
 
+    /**
+     * The sockets on these local ports and their processes, as `ss -tanp` prints them (for a
+     * report of who took a port the harness had drawn free), or why that could not be told.
+     */
+    public static String portHolders(int... ports) {
+        StringBuilder filter = new StringBuilder();
+        for (int port : ports) {
+            filter.append(filter.length() == 0 ? "( " : " or ").append("sport = :").append(port);
+        }
+        filter.append(" )");
+        try {
+            Process p = new ProcessBuilder("ss", "-Htanp", filter.toString()).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            p.waitFor(5, TimeUnit.SECONDS);
+            out = out.strip().replace('\n', ';');
+            return out.isEmpty() ? "none now" : out;
+        } catch (IOException e) {
+            return "unknown (" + e.getMessage() + ")";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "unknown (interrupted)";
+        }
+    }
+
     /** SIGTERM, then SIGKILL after the grace period. */
     public static void stop(Process p, long graceMillis) {
         if (p == null) {

@@ -46,7 +46,13 @@ class S01BootstrapTest {
             Set<String> cookies = Set.of();
             while (System.nanoTime() < deadline) {
                 avail = names(admin.getAvailableBookies());
-                cookies = names(admin.getAllBookies());
+                try {
+                    cookies = names(admin.getAllBookies());
+                } catch (org.apache.bookkeeper.client.BKException.ZKException e) {
+                    // no cookies/ node before the first bookie writes its cookie
+                    Thread.sleep(100);
+                    continue;
+                }
                 if (avail.containsAll(ids) && cookies.containsAll(ids)) {
                     break;
                 }
@@ -94,6 +100,37 @@ class S01BootstrapTest {
             for (String id : ids) {
                 assertTrue(ours.contains(id), "bookie listbookies lists " + id + ":\n" + ours);
             }
+            c.assertHealthy();
+        }
+    }
+
+    /**
+     * The harness itself: a bookie (ours and a Java one) whose drawn port some other process binds
+     * before the bookie does starts again on new ports, and the cluster works on them (a ledger
+     * on both). CI once lost a run to this (a Java bookie's "bind(..) failed: Address already in
+     * use" in X08's first start).
+     */
+    @Test
+    void portTakenAtFirstStart() throws Exception {
+        try (Cluster c = new Cluster("s01-port-taken")) {
+            Bookie ours = c.addRust();
+            Bookie java = c.addJava();
+            int[] drawn = {ours.port, java.port};
+            try (java.net.ServerSocket a = new java.net.ServerSocket(drawn[0]);
+                    java.net.ServerSocket b = new java.net.ServerSocket(drawn[1])) {
+                c.startAll();
+            }
+            assertTrue(ours.port != drawn[0] && java.port != drawn[1],
+                    "new ports: " + ours + " (drew " + drawn[0] + "), " + java + " (drew " + drawn[1] + ")");
+            assertTrue(ours.logText().contains("Address already in use"), "ours failed on the taken port first");
+            assertTrue(java.logText().contains("Address already in use"), "java failed on the taken port first");
+            assertEquals(Set.of(ours.id(), java.id()), names(c.admin().getAvailableBookies()), "available bookies");
+            org.apache.bookkeeper.client.LedgerHandle lh = c.client(false).createLedger(2, 2, 2,
+                    BookKeeper.DigestType.CRC32C, Ops.PASSWORD);
+            lh.addEntry(new byte[] {1, 2, 3});
+            lh.close();
+            assertEquals(3, c.client(true).openLedger(lh.getId(), BookKeeper.DigestType.CRC32C, Ops.PASSWORD)
+                    .readEntries(0, 0).nextElement().getEntry().length, "entry read back");
             c.assertHealthy();
         }
     }
