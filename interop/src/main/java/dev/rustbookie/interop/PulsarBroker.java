@@ -31,8 +31,11 @@ public final class PulsarBroker implements AutoCloseable {
     public final Cluster cluster;
     public final String name;
     public final Path dir;
-    public final int brokerPort;
-    public final int webPort;
+    /** Its ports: fixed once it has been ready; a first start on a taken port draws new ones. */
+    public volatile int brokerPort;
+    public volatile int webPort;
+    private boolean everReady;
+    private int portRetries;
     public final Map<String, String> extraConf = new LinkedHashMap<>();
     private Process proc;
     private int driverCount;
@@ -203,10 +206,23 @@ public final class PulsarBroker implements AutoCloseable {
         long deadline = t0 + timeout.toNanos();
         while (System.nanoTime() < deadline) {
             if (!proc.isAlive()) {
+                if (!everReady && portRetries < 3 && currentLog().contains("Address already in use")) {
+                    // as Bookie.awaitReady: some other process bound a port drawn free for it
+                    portRetries++;
+                    Cluster.log(name + ": a port was taken at its first start; holders: "
+                            + Procs.portHolders(brokerPort, webPort) + "; starting it again on new ports");
+                    Procs.forget(proc);
+                    brokerPort = Ports.free();
+                    webPort = Ports.free();
+                    launch();
+                    deadline = System.nanoTime() + timeout.toNanos();
+                    continue;
+                }
                 throw new IllegalStateException(name + " exited with " + proc.exitValue() + "; log tail:\n" + logTail(60));
             }
             try {
                 if (http("GET", "/admin/v2/brokers/ready", null).statusCode() == 200) {
+                    everReady = true;
                     Cluster.log("Pulsar broker " + name + " ready at " + serviceUrl() + " in "
                             + (System.nanoTime() - t0) / 1_000_000 + " ms");
                     return;
@@ -217,6 +233,18 @@ public final class PulsarBroker implements AutoCloseable {
             Thread.sleep(250);
         }
         throw new IllegalStateException(name + " not ready within " + timeout + "; log tail:\n" + logTail(60));
+    }
+
+    /** The log since the last launch. */
+    private String currentLog() {
+        String all;
+        try {
+            all = Files.readString(log(), StandardCharsets.ISO_8859_1);
+        } catch (IOException e) {
+            return "";
+        }
+        int at = all.lastIndexOf("==== start ");
+        return at < 0 ? all : all.substring(at);
     }
 
     /** SIGKILL: the broker's open ledgers stay open (the next owner recovers them). */
