@@ -252,12 +252,35 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             shards: peers.clone(),
             gc: gc_trigger.clone(),
         };
-        match HttpServer::start(admin, &config.http.host, config.http.port) {
-            Ok(server) => {
-                log::info!("http admin server on {}", server.addr);
+        // HTTPS asked for and not possible stops the start: never an open plaintext admin
+        // server in its place.
+        let tls = if config.http.tls.enabled {
+            match config.http.tls.server_config() {
+                Ok(tls) => Ok(Some(tls)),
+                Err(e) => Err(format!("http admin server: {e}")),
+            }
+        } else {
+            Ok(None)
+        };
+        let started = tls.and_then(|tls| {
+            let https = tls.is_some();
+            HttpServer::start(admin, &config.http.host, config.http.port, tls)
+                .map(|server| (server, https))
+        });
+        match started {
+            Ok((server, https)) => {
+                log::info!(
+                    "http admin server on {}{}",
+                    server.addr,
+                    if https {
+                        " (HTTPS, client certificates required)"
+                    } else {
+                        ""
+                    }
+                );
                 http = Some(server);
             }
-            Err(e) if config.http.required => failure = Some(e),
+            Err(e) if config.http.required || config.http.tls.enabled => failure = Some(e),
             Err(e) => log::warn!("{e}; serving without the HTTP admin server"),
         }
     }

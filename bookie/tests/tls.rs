@@ -675,3 +675,135 @@ fn an_encrypted_pem_key_is_read_with_its_password() {
         "{log}"
     );
 }
+
+/// A PKCS12 trust store holding `ca`'s certificate (what `keytool -importcert` writes).
+fn trust_pkcs12(ca: &Ca, password: &str) -> Vec<u8> {
+    let mut store = p12_keystore::KeyStore::new();
+    store.add_entry(
+        "ca",
+        p12_keystore::KeyStoreEntry::Certificate(
+            p12_keystore::Certificate::from_der(&ca.cert).unwrap(),
+        ),
+    );
+    store.writer(password).write().unwrap()
+}
+
+/// The HTTPS admin server's keys, as Java's bk_server.conf names them, on `http_port`.
+fn https_keys(files: &Files, ca: &Ca, http_port: u16) -> Vec<(&'static str, String)> {
+    let server = ca.issue("bookie-admin", None);
+    let key_store = files.write("admin.p12", server.pkcs12(ca, "admin-pw"));
+    let trust_store = files.write("admin-trust.p12", trust_pkcs12(ca, "trust-pw"));
+    vec![
+        ("httpServerEnabled", "true".into()),
+        ("httpServerHost", "127.0.0.1".into()),
+        ("httpServerPort", http_port.to_string()),
+        ("httpServerTlsEnable", "true".into()),
+        ("httpServerKeyStorePath", key_store.display().to_string()),
+        ("httpServerKeyStorePassword", "admin-pw".into()),
+        (
+            "httpServerTrustStorePath",
+            trust_store.display().to_string(),
+        ),
+        ("httpServerTrustStorePassword", "trust-pw".into()),
+    ]
+}
+
+/// GET `path` over HTTPS with this client configuration: the whole answer, or why none came.
+fn https_get(port: u16, config: Arc<ClientConfig>, path: &str) -> io::Result<String> {
+    let sock = TcpStream::connect(("127.0.0.1", port))?;
+    sock.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let name = ServerName::try_from("localhost").unwrap();
+    let conn = ClientConnection::new(config, name).map_err(io::Error::other)?;
+    let mut tls = StreamOwned::new(conn, sock);
+    tls.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())?;
+    let mut out = Vec::new();
+    match tls.read_to_end(&mut out) {
+        Ok(_) => {}
+        // Connection: close without a close_notify still delivered what was sent.
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && !out.is_empty() => {}
+        Err(e) => return Err(e),
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// `httpServerTlsEnable`: the admin server speaks HTTPS only and requires a client certificate
+/// signed by its trust store, as Java's (Vert.x) does. A request with one is answered; none, a
+/// foreign CA's, or plaintext HTTP get nothing.
+#[test]
+fn https_admin_server_requires_a_trusted_client_certificate() {
+    let files = Files::new();
+    let ca = Ca::new("admin-ca");
+    let http_port = free_port();
+    let mut b = start(&files, &https_keys(&files, &ca, http_port));
+    let admin = ca.issue("operator", None);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let answer = loop {
+        match https_get(http_port, client_config(&ca, Some(&admin)), "/heartbeat") {
+            Ok(a) => break a,
+            Err(e) => assert!(Instant::now() < deadline, "no HTTPS answer: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let state = https_get(
+        http_port,
+        client_config(&ca, Some(&admin)),
+        "/api/v1/bookie/state",
+    )
+    .unwrap();
+    assert!(state.contains("\"running\""), "{state}");
+
+    // No client certificate, and one from another CA: no answer.
+    for (what, config) in [
+        ("no client certificate", client_config(&ca, None)),
+        (
+            "a foreign CA's certificate",
+            client_config(&ca, Some(&Ca::new("rogue-ca").issue("operator", None))),
+        ),
+    ] {
+        // Refused in the handshake (an error), or at the latest before any answer.
+        if let Ok(a) = https_get(http_port, config, "/heartbeat") {
+            assert!(!a.contains("HTTP/1.1"), "{what} was answered: {a}");
+        }
+    }
+    // Plaintext HTTP: not served.
+    let mut plain = TcpStream::connect(("127.0.0.1", http_port)).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    plain
+        .write_all(b"GET /heartbeat HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut out = Vec::new();
+    let _ = plain.read_to_end(&mut out);
+    assert!(
+        !String::from_utf8_lossy(&out).contains("HTTP/1.1 200"),
+        "plaintext answered"
+    );
+    no_panic(&b);
+    b.stop();
+}
+
+/// HTTPS asked for with key material that cannot be used stops the start, naming the key;
+/// never a plaintext admin server in its place.
+#[test]
+fn https_admin_server_with_bad_key_material_stops_the_start() {
+    let files = Files::new();
+    let ca = Ca::new("admin-ca");
+    let keys = https_keys(&files, &ca, free_port());
+    let without = |key: &str| -> Vec<(&str, String)> {
+        keys.iter().filter(|(k, _)| *k != key).cloned().collect()
+    };
+    let log = refused(&files, &without("httpServerTrustStorePath"));
+    assert!(
+        log.contains("httpServerTrustStorePath") && log.contains("client certificates"),
+        "{log}"
+    );
+    let mut wrong = without("httpServerKeyStorePassword");
+    wrong.push(("httpServerKeyStorePassword", "not-the-password".into()));
+    let log = refused(&files, &wrong);
+    assert!(
+        log.contains("httpServerKeyStorePath") && log.contains("wrong password"),
+        "{log}"
+    );
+}

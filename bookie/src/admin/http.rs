@@ -8,6 +8,10 @@
 //! harmless: 16 KiB of request head, 64 KiB of body (Content-Length only), 10 s to send it;
 //! anything malformed gets a 400 and the connection closed, never a panic.
 //!
+//! With `httpServerTlsEnable` it speaks HTTPS only and requires a client certificate signed by
+//! its trust store, as Java's does (`security/http_tls.rs`); the handshake counts against the
+//! same 10 s.
+//!
 //! JSON shapes follow the Java bookie's handlers: `/api/v1/bookie/state` →
 //! `{"running","readOnly","shuttingDown","availableForHighPriorityWrites"}`,
 //! `/api/v1/bookie/state/readonly` → `{"readOnly":bool}` (PUT the same to switch; 400 when
@@ -25,9 +29,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
 
 use crate::admin::metrics::Metrics;
 use crate::admin::readonly::BookieState;
@@ -57,8 +61,14 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Binds `host:port` and serves on a new thread.
-    pub fn start(admin: Admin, host: &str, port: u16) -> Result<HttpServer, String> {
+    /// Binds `host:port` and serves on a new thread: HTTPS when `tls` is given.
+    pub fn start(
+        admin: Admin,
+        host: &str,
+        port: u16,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Result<HttpServer, String> {
+        let tls = tls.map(TlsAcceptor::from);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -86,11 +96,20 @@ impl HttpServer {
                             accepted = listener.accept() => match accepted {
                                 Ok((stream, _)) => {
                                     let admin = admin.clone();
+                                    let tls = tls.clone();
                                     tokio::spawn(async move {
-                                        let _ = tokio::time::timeout(
-                                            REQUEST_TIMEOUT,
-                                            serve(stream, &admin),
-                                        )
+                                        let _ = tokio::time::timeout(REQUEST_TIMEOUT, async {
+                                            match tls {
+                                                None => serve(stream, &admin).await,
+                                                // A failed handshake (no or an untrusted
+                                                // client certificate) closes the connection.
+                                                Some(tls) => {
+                                                    if let Ok(s) = tls.accept(stream).await {
+                                                        serve(s, &admin).await
+                                                    }
+                                                }
+                                            }
+                                        })
                                         .await;
                                     });
                                 }
@@ -188,7 +207,7 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-async fn serve(mut stream: TcpStream, admin: &Admin) {
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, admin: &Admin) {
     let response = match read_request(&mut stream).await {
         Ok(request) => route(admin, &request).await,
         Err(response) => response,
@@ -205,7 +224,7 @@ async fn serve(mut stream: TcpStream, admin: &Admin) {
     let _ = stream.shutdown().await;
 }
 
-async fn read_request(stream: &mut TcpStream) -> Result<Request, Response> {
+async fn read_request<S: AsyncRead + Unpin>(stream: &mut S) -> Result<Request, Response> {
     let mut buf = Vec::with_capacity(1024);
     let head_end = loop {
         if let Some(i) = find(&buf, b"\r\n\r\n") {

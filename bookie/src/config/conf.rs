@@ -351,6 +351,9 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             }
             "httpServerPort" => c.http.port = v.parse_range(0, u16::MAX as u64)? as u16,
             "httpServerHost" => c.http.host = v.nonempty()?.to_string(),
+            k if crate::security::http_tls::CONF_KEYS.contains(&k) => {
+                c.http.tls.set(k, v.text()).map_err(|e| v.invalid(&e))?
+            }
             k if crate::security::tls::CONF_KEYS.contains(&k) => {
                 c.tls.set(k, v.text()).map_err(|e| v.invalid(&e))?
             }

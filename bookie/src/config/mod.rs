@@ -227,6 +227,8 @@ pub struct HttpConfig {
     /// Whether enabling it was asked for (conf key or flag): then a port in use stops the
     /// start; the standalone default only warns.
     pub required: bool,
+    /// HTTPS with client certificates (`httpServerTlsEnable` and its stores).
+    pub tls: crate::security::http_tls::HttpTlsConfig,
 }
 
 impl Default for HttpConfig {
@@ -236,6 +238,7 @@ impl Default for HttpConfig {
             port: 8080,
             host: "127.0.0.1".into(),
             required: false,
+            tls: Default::default(),
         }
     }
 }

@@ -135,19 +135,27 @@ fn pkcs12_bytes(key: &'static str, path: &Path, declared: StoreType) -> Result<V
         return Err(jks_refusal(key, path));
     }
     if bytes.starts_with(b"-----BEGIN") {
-        let type_key = if key == "tlsKeyStore" {
-            "tlsKeyStoreType"
-        } else {
-            "tlsTrustStoreType"
-        };
-        return Err(KeyError::new(
-            key,
-            format!(
-                "{} is a PEM file but {type_key} is {declared:?} (Java's default is JKS): \
-                 set {type_key}=PEM",
+        let message = match key {
+            "tlsKeyStore" | "tlsTrustStore" => {
+                let type_key = if key == "tlsKeyStore" {
+                    "tlsKeyStoreType"
+                } else {
+                    "tlsTrustStoreType"
+                };
+                format!(
+                    "{} is a PEM file but {type_key} is {declared:?} (Java's default is JKS): \
+                     set {type_key}=PEM",
+                    path.display()
+                )
+            }
+            // The HTTP admin server's keys have no type key: Java's server reads a JKS store.
+            _ => format!(
+                "{} is a PEM file; this key takes a key store (PKCS12, or JKS as Java's \
+                 keytool writes it since JDK 9): convert it with `openssl pkcs12 -export`",
                 path.display()
             ),
-        ));
+        };
+        return Err(KeyError::new(key, message));
     }
     if declared == StoreType::Jks && bytes.first() != Some(&0x30) {
         return Err(KeyError::new(
@@ -193,39 +201,53 @@ pub fn load_identity(src: &IdentitySource<'_>) -> Result<Identity, KeyError> {
         }
         StoreType::Pkcs12 | StoreType::Jks => {
             let path = required("tlsKeyStore", src.key_store, "the key store")?;
-            let bytes = pkcs12_bytes("tlsKeyStore", path, src.store_type)?;
             let password = read_password("tlsKeyStorePasswordPath", src.password_path, true)?;
-            let store = open_pkcs12(
-                "tlsKeyStore",
-                path,
-                &bytes,
-                &password,
-                p12_keystore::Pkcs12ImportPolicy::Strict,
-            )?;
-            let (_, chain) = store.private_key_chain().ok_or_else(|| {
-                KeyError::new(
-                    "tlsKeyStore",
-                    format!(
-                        "{} holds no private key with its certificate",
-                        path.display()
-                    ),
-                )
-            })?;
-            let certs: Vec<CertificateDer<'static>> = chain
-                .certs()
-                .iter()
-                .map(|c| CertificateDer::from(c.as_der().to_vec()))
-                .collect();
-            if certs.is_empty() {
-                return Err(KeyError::new(
-                    "tlsKeyStore",
-                    format!("{}: the private key has no certificate", path.display()),
-                ));
-            }
-            let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key().as_der().to_vec()));
-            Ok(Identity { chain: certs, key })
+            identity_from_store("tlsKeyStore", path, src.store_type, &password)
         }
     }
+}
+
+/// The certificate chain and key of a PKCS12 store (or a JKS-typed one that is PKCS12), with
+/// its password; `key` is the configuration key that names the file, for errors.
+pub fn identity_from_store(
+    key: &'static str,
+    path: &Path,
+    declared: StoreType,
+    password: &str,
+) -> Result<Identity, KeyError> {
+    let bytes = pkcs12_bytes(key, path, declared)?;
+    let store = open_pkcs12(
+        key,
+        path,
+        &bytes,
+        password,
+        p12_keystore::Pkcs12ImportPolicy::Strict,
+    )?;
+    let (_, chain) = store.private_key_chain().ok_or_else(|| {
+        KeyError::new(
+            key,
+            format!(
+                "{} holds no private key with its certificate",
+                path.display()
+            ),
+        )
+    })?;
+    let certs: Vec<CertificateDer<'static>> = chain
+        .certs()
+        .iter()
+        .map(|c| CertificateDer::from(c.as_der().to_vec()))
+        .collect();
+    if certs.is_empty() {
+        return Err(KeyError::new(
+            key,
+            format!("{}: the private key has no certificate", path.display()),
+        ));
+    }
+    let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key().as_der().to_vec()));
+    Ok(Identity {
+        chain: certs,
+        key: private,
+    })
 }
 
 /// Loads the certificates trusted to sign clients' certificates.
@@ -234,31 +256,49 @@ pub fn load_trust(src: &TrustSource<'_>) -> Result<Vec<CertificateDer<'static>>,
     let certs = match src.store_type {
         StoreType::Pem => pem_certificates("tlsTrustStore", path)?,
         StoreType::Pkcs12 | StoreType::Jks => {
-            let bytes = pkcs12_bytes("tlsTrustStore", path, src.store_type)?;
             let password = read_password("tlsTrustStorePasswordPath", src.password_path, true)?;
-            // Every certificate counts, whether or not the tool that wrote the store marked it
-            // trusted (openssl does not; keytool does).
-            let store = open_pkcs12(
-                "tlsTrustStore",
-                path,
-                &bytes,
-                &password,
-                p12_keystore::Pkcs12ImportPolicy::Raw,
-            )?;
-            store
-                .entries()
-                .filter_map(|(_, entry)| match entry {
-                    p12_keystore::KeyStoreEntry::Certificate(c) => {
-                        Some(CertificateDer::from(c.as_der().to_vec()))
-                    }
-                    _ => None,
-                })
-                .collect()
+            return trust_from_store("tlsTrustStore", path, src.store_type, &password);
         }
     };
     if certs.is_empty() {
         return Err(KeyError::new(
             "tlsTrustStore",
+            format!("{} holds no certificate", path.display()),
+        ));
+    }
+    Ok(certs)
+}
+
+/// The certificates of a PKCS12 trust store (or a JKS-typed one that is PKCS12), with its
+/// password; `key` names the file's configuration key, for errors.
+pub fn trust_from_store(
+    key: &'static str,
+    path: &Path,
+    declared: StoreType,
+    password: &str,
+) -> Result<Vec<CertificateDer<'static>>, KeyError> {
+    let bytes = pkcs12_bytes(key, path, declared)?;
+    // Every certificate counts, whether or not the tool that wrote the store marked it
+    // trusted (openssl does not; keytool does).
+    let store = open_pkcs12(
+        key,
+        path,
+        &bytes,
+        password,
+        p12_keystore::Pkcs12ImportPolicy::Raw,
+    )?;
+    let certs: Vec<CertificateDer<'static>> = store
+        .entries()
+        .filter_map(|(_, entry)| match entry {
+            p12_keystore::KeyStoreEntry::Certificate(c) => {
+                Some(CertificateDer::from(c.as_der().to_vec()))
+            }
+            _ => None,
+        })
+        .collect();
+    if certs.is_empty() {
+        return Err(KeyError::new(
+            key,
             format!("{} holds no certificate", path.display()),
         ));
     }

@@ -277,16 +277,35 @@ public abstract class Bookie {
 
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
+    /** The harness's TLS side when the admin server speaks HTTPS (httpServerTlsEnable); null: HTTP. */
+    private volatile HttpClient adminHttps;
+
+    /** Admin requests go over HTTPS with this client context (its certificate and trust). */
+    public void adminTls(javax.net.ssl.SSLContext ctx) {
+        adminHttps = HttpClient.newBuilder().sslContext(ctx).connectTimeout(Duration.ofSeconds(5)).build();
+    }
+
+    /** The admin server's base URL (https when {@link #adminTls} was set). */
+    public String adminUrl() {
+        return (adminHttps == null ? "http" : "https") + "://127.0.0.1:" + httpPort;
+    }
+
     /** One admin HTTP request: returns "STATUS BODY". */
     public HttpResponse<String> http(String method, String path, String body) throws IOException, InterruptedException {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + path))
+        return http(adminHttps == null ? HTTP : adminHttps, method, path, body);
+    }
+
+    /** One admin request with this client (e.g. one without a client certificate). */
+    public HttpResponse<String> http(HttpClient client, String method, String path, String body)
+            throws IOException, InterruptedException {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(adminUrl() + path))
                 .timeout(Duration.ofSeconds(10));
         if (body == null) {
             b.method(method, HttpRequest.BodyPublishers.noBody());
         } else {
             b.header("Content-Type", "application/json").method(method, HttpRequest.BodyPublishers.ofString(body));
         }
-        return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        return client.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     /** PUT /api/v1/bookie/state/readonly {"readOnly":ro}; returns the status code. */

@@ -77,6 +77,60 @@ public final class TlsCerts {
         return out;
     }
 
+    /** The CA's certificate in a PKCS12 trust store written by keytool (-importcert). */
+    public Path trustStore() throws Exception {
+        Path out = dir.resolve("trust.p12");
+        if (!Files.exists(out)) {
+            run("keytool", "-importcert", "-noprompt", "-alias", "interop-ca", "-file", caPem.toString(),
+                    "-keystore", out.toString(), "-storetype", "PKCS12", "-storepass", PASSWORD);
+        }
+        return out;
+    }
+
+    /**
+     * A client's SSLContext: trusting the CA, presenting the key of `keyStore` (a PKCS12 store of
+     * this class) when it is not null.
+     */
+    public javax.net.ssl.SSLContext sslContext(Path keyStore) throws Exception {
+        java.security.KeyStore trust = java.security.KeyStore.getInstance("PKCS12");
+        trust.load(null, null);
+        try (java.io.InputStream in = Files.newInputStream(caPem)) {
+            trust.setCertificateEntry("ca", java.security.cert.CertificateFactory.getInstance("X.509")
+                    .generateCertificate(in));
+        }
+        javax.net.ssl.TrustManagerFactory tmf = javax.net.ssl.TrustManagerFactory.getInstance(
+                javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+        tmf.init(trust);
+        javax.net.ssl.KeyManager[] keys = null;
+        if (keyStore != null) {
+            java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+            try (java.io.InputStream in = Files.newInputStream(keyStore)) {
+                ks.load(in, PASSWORD.toCharArray());
+            }
+            javax.net.ssl.KeyManagerFactory kmf = javax.net.ssl.KeyManagerFactory.getInstance(
+                    javax.net.ssl.KeyManagerFactory.getDefaultAlgorithm());
+            kmf.init(ks, PASSWORD.toCharArray());
+            keys = kmf.getKeyManagers();
+        }
+        javax.net.ssl.SSLContext ctx = javax.net.ssl.SSLContext.getInstance("TLS");
+        ctx.init(keys, tmf.getTrustManagers(), null);
+        return ctx;
+    }
+
+    /**
+     * bk_server.conf keys of an HTTPS admin server (either kind of bookie; Java's Vert.x server
+     * requires client certificates) with this key store and the CA's trust store.
+     */
+    public Map<String, String> httpsAdminConf(Path keyStore) throws Exception {
+        Map<String, String> c = new LinkedHashMap<>();
+        c.put("httpServerTlsEnable", "true");
+        c.put("httpServerKeyStorePath", keyStore.toString());
+        c.put("httpServerKeyStorePassword", PASSWORD);
+        c.put("httpServerTrustStorePath", trustStore().toString());
+        c.put("httpServerTrustStorePassword", PASSWORD);
+        return c;
+    }
+
     /** bk_server.conf keys of a TLS bookie (either kind) with this key store. */
     public Map<String, String> bookieConf(Path keyStore, boolean clientAuth) {
         Map<String, String> c = new LinkedHashMap<>();
