@@ -251,6 +251,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             config: config.clone(),
             shards: peers.clone(),
             gc: gc_trigger.clone(),
+            metrics_only: false,
         };
         // HTTPS asked for and not possible stops the start: never an open plaintext admin
         // server in its place.
@@ -282,6 +283,13 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             }
             Err(e) if config.http.required || config.http.tls.enabled => failure = Some(e),
             Err(e) => log::warn!("{e}; serving without the HTTP admin server"),
+        }
+    }
+    let mut metrics_http = None;
+    if failure.is_none() {
+        match start_metrics_server(&config, &state, &metrics, &peers) {
+            Ok(server) => metrics_http = server,
+            Err(e) => failure = Some(e),
         }
     }
     if failure.is_none() {
@@ -326,6 +334,9 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         cp.stop();
     }
     if let Some(server) = http.take() {
+        server.stop();
+    }
+    if let Some(server) = metrics_http.take() {
         server.stop();
     }
     drop(gc_trigger);
@@ -735,4 +746,47 @@ fn list(dirs: &[std::path::PathBuf]) -> String {
         .map(|d| d.display().to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Java's Prometheus stats provider serves `/metrics` on a server of its own when the admin
+/// server is off (`config::PrometheusConfig`); a port it cannot bind stops the start, as in Java.
+/// Another `statsProviderClass` is named in a warning: this bookie exports Prometheus only.
+fn start_metrics_server(
+    config: &Arc<BookieConfig>,
+    state: &Arc<BookieState>,
+    metrics: &Arc<Metrics>,
+    peers: &Arc<Vec<ShardHandle>>,
+) -> Result<Option<HttpServer>, String> {
+    let p = &config.http.prometheus;
+    if let Some(class) = p.provider_class.as_deref() {
+        if class != crate::config::PROMETHEUS_PROVIDER {
+            log::warn!(
+                "statsProviderClass {class}: this bookie exports Prometheus metrics only, on \
+                 {}",
+                if config.http.enabled {
+                    "the admin server's /metrics"
+                } else {
+                    "nothing while httpServerEnabled=false"
+                }
+            );
+        }
+    }
+    let Some((host, port)) = p.own_endpoint(config.http.enabled) else {
+        return Ok(None);
+    };
+    let admin = Admin {
+        state: state.clone(),
+        metrics: metrics.clone(),
+        config: config.clone(),
+        shards: peers.clone(),
+        gc: None,
+        metrics_only: true,
+    };
+    let server = HttpServer::start(admin, host, port, None)
+        .map_err(|e| format!("prometheus stats endpoint (prometheusStatsHttpPort): {e}"))?;
+    log::info!(
+        "prometheus stats endpoint on http://{}/metrics",
+        server.addr
+    );
+    Ok(Some(server))
 }

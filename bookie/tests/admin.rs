@@ -486,3 +486,71 @@ fn a_port_in_use_is_refused() {
     assert_eq!(status_of(&mut c, add(5, 0, false)), StatusCode::EOK);
     first.stop();
 }
+
+/// Java's stock bk_server.conf (Apache's and Pulsar's): the admin server off and
+/// `statsProviderClass` naming the Prometheus provider, whose own endpoint serves `/metrics` on
+/// `prometheusStatsHttpAddress:prometheusStatsHttpPort`. A scrape set up for the Java bookie finds
+/// ours there; other paths are not served on it; a port already taken stops the start, as in Java.
+#[test]
+fn prometheus_provider_serves_metrics_on_its_own_port() {
+    let dir = common::tempdir("bookie-prometheus-");
+    let metrics_port = free_port();
+    let conf = dir.path().join("bk_server.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "httpServerEnabled=false\n\
+             statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider\n\
+             prometheusStatsHttpAddress=127.0.0.1\nprometheusStatsHttpPort={metrics_port}\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut b = BookieBuilder::serve(port)
+        .args(["--shards", "1", "--no-pin", "--write-cache-mb", "16"])
+        .args(["--conf", conf.to_str().unwrap(), "--bind", "127.0.0.1"])
+        .data_dir(&dir.path().join("data"))
+        .start();
+    let mut c = b.client();
+    assert_eq!(status_of(&mut c, add(3, 0, false)), StatusCode::EOK);
+    let (code, body) = common::http(metrics_port, "GET", "/metrics", "");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        sample(&body, "bookie_SERVER_STATUS"),
+        Some(1.0),
+        "the bookie's series on the provider's port"
+    );
+    assert!(
+        sample(
+            &body,
+            "bookkeeper_server_ADD_ENTRY_REQUEST_count{success=\"true\"}"
+        )
+        .is_some_and(|n| n >= 1.0),
+        "the add is counted"
+    );
+    let (code, _) = common::http(metrics_port, "GET", "/api/v1/bookie/state", "");
+    assert_eq!(code, 404, "only /metrics on the provider's endpoint");
+    let (code, _) = common::http(metrics_port, "PUT", "/api/v1/bookie/gc", "{}");
+    assert_eq!(code, 404, "no admin route on the provider's endpoint");
+
+    // A second bookie with the same conf: the metrics port is taken, and it does not start.
+    let mut second = BookieBuilder::serve(free_port())
+        .args(["--shards", "1", "--no-pin"])
+        .args(["--conf", conf.to_str().unwrap(), "--bind", "127.0.0.1"])
+        .data_dir(&dir.path().join("data-2"))
+        .log_to(&dir.path().join("second.log"))
+        .spawn();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = second.exited() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the second bookie kept running");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success());
+    let log = second.log_text();
+    assert!(log.contains("prometheusStatsHttpPort"), "{log}");
+    assert!(b.alive());
+    b.stop();
+}

@@ -51,6 +51,8 @@ pub struct Admin {
     pub shards: Arc<Vec<ShardHandle>>,
     /// The garbage-collection driver (None only in tests without one).
     pub gc: Option<GcTrigger>,
+    /// Serve `/metrics` alone (Java's Prometheus provider's own endpoint, `prometheusStats*`).
+    pub metrics_only: bool,
 }
 
 /// The running server: stop it by dropping or calling [`HttpServer::stop`].
@@ -303,6 +305,9 @@ async fn route(admin: &Admin, r: &Request) -> Response {
     let get = r.method == "GET";
     let put = r.method == "PUT" || r.method == "POST";
     let state = &admin.state;
+    if admin.metrics_only && r.path != "/metrics" {
+        return Response::text(404, "not found: this endpoint serves /metrics only\n");
+    }
     match r.path.as_str() {
         "/heartbeat" => Response::text(200, "OK\n"),
         "/metrics" if get => Response {

@@ -351,6 +351,15 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             }
             "httpServerPort" => c.http.port = v.parse_range(0, u16::MAX as u64)? as u16,
             "httpServerHost" => c.http.host = v.nonempty()?.to_string(),
+            "statsProviderClass" => {
+                c.http.prometheus.provider_class =
+                    Some(v.text().to_string()).filter(|s| !s.is_empty())
+            }
+            "prometheusStatsHttpEnable" => c.http.prometheus.http_enable = v.boolean()?,
+            "prometheusStatsHttpAddress" => c.http.prometheus.address = v.nonempty()?.to_string(),
+            "prometheusStatsHttpPort" => {
+                c.http.prometheus.port = v.parse_range(0, u16::MAX as u64)? as u16
+            }
             k if crate::security::http_tls::CONF_KEYS.contains(&k) => {
                 c.http.tls.set(k, v.text()).map_err(|e| v.invalid(&e))?
             }
@@ -707,6 +716,39 @@ mod tests {
         assert_eq!(c.journal.preallocate_segments, 0);
         let err = conf("journalRecoveryMode=sometimes\n").unwrap_err();
         assert!(err.contains("journalRecoveryMode"), "{err}");
+    }
+
+    #[test]
+    fn the_prometheus_provider_has_its_own_endpoint_while_the_admin_server_is_off() {
+        const STOCK: &str = "httpServerEnabled=false\n\
+             statsProviderClass=org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider\n";
+        let (c, a) = conf(STOCK).unwrap();
+        assert!(a.ignored.is_empty(), "{:?}", a.ignored);
+        assert_eq!(
+            c.http.prometheus.own_endpoint(c.http.enabled),
+            Some(("0.0.0.0", 8000)),
+            "Java's defaults"
+        );
+        let (c, _) = conf(&format!(
+            "{STOCK}prometheusStatsHttpAddress=10.0.0.5\nprometheusStatsHttpPort=9100\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            c.http.prometheus.own_endpoint(c.http.enabled),
+            Some(("10.0.0.5", 9100))
+        );
+        // The admin server on: /metrics is its (Java skips its own server then).
+        let (c, _) = conf(&STOCK.replace("=false", "=true")).unwrap();
+        assert_eq!(c.http.prometheus.own_endpoint(c.http.enabled), None);
+        let (c, _) = conf(&format!("{STOCK}prometheusStatsHttpEnable=false\n")).unwrap();
+        assert_eq!(c.http.prometheus.own_endpoint(c.http.enabled), None);
+        // Java's default provider (NullStatsProvider) and any other: no endpoint.
+        let (c, _) = conf("httpServerEnabled=false\n").unwrap();
+        assert_eq!(c.http.prometheus.own_endpoint(c.http.enabled), None);
+        let (c, _) = conf(&STOCK.replace("prometheus.Prometheus", "codahale.Codahale")).unwrap();
+        assert_eq!(c.http.prometheus.own_endpoint(c.http.enabled), None);
+        let err = conf("prometheusStatsHttpPort=99999\n").unwrap_err();
+        assert!(err.contains("prometheusStatsHttpPort"), "{err}");
     }
 
     #[test]

@@ -229,6 +229,52 @@ pub struct HttpConfig {
     pub required: bool,
     /// HTTPS with client certificates (`httpServerTlsEnable` and its stores).
     pub tls: crate::security::http_tls::HttpTlsConfig,
+    /// Java's Prometheus stats provider and its own `/metrics` endpoint.
+    pub prometheus: PrometheusConfig,
+}
+
+/// The stats keys of a Java bookie (`statsProviderClass`, `prometheusStats*`).
+///
+/// Java's `PrometheusMetricsProvider` serves `/metrics` on a server of its own
+/// (`prometheusStatsHttpAddress:prometheusStatsHttpPort`, 0.0.0.0:8000) when the HTTP admin
+/// server is off, which is what Apache's and Pulsar's stock bk_server.conf do; with the admin
+/// server on, `/metrics` is the admin server's. This bookie does the same, so a scrape set up for
+/// the Java bookie finds its metrics after the swap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrometheusConfig {
+    /// `statsProviderClass` (Java's default: `NullStatsProvider`, no metrics).
+    pub provider_class: Option<String>,
+    /// `prometheusStatsHttpEnable` (true).
+    pub http_enable: bool,
+    /// `prometheusStatsHttpAddress` (0.0.0.0).
+    pub address: String,
+    /// `prometheusStatsHttpPort` (8000).
+    pub port: u16,
+}
+
+/// Java's Prometheus stats provider.
+pub const PROMETHEUS_PROVIDER: &str =
+    "org.apache.bookkeeper.stats.prometheus.PrometheusMetricsProvider";
+
+impl Default for PrometheusConfig {
+    fn default() -> PrometheusConfig {
+        PrometheusConfig {
+            provider_class: None,
+            http_enable: true,
+            address: "0.0.0.0".into(),
+            port: 8000,
+        }
+    }
+}
+
+impl PrometheusConfig {
+    /// Where the metrics server of its own listens, when there is one: the Prometheus provider
+    /// named, its HTTP endpoint enabled, and the admin server (which then has `/metrics`) off.
+    pub fn own_endpoint(&self, admin_server_enabled: bool) -> Option<(&str, u16)> {
+        let prometheus = self.provider_class.as_deref() == Some(PROMETHEUS_PROVIDER);
+        (prometheus && self.http_enable && !admin_server_enabled)
+            .then_some((self.address.as_str(), self.port))
+    }
 }
 
 impl Default for HttpConfig {
@@ -239,6 +285,7 @@ impl Default for HttpConfig {
             host: "127.0.0.1".into(),
             required: false,
             tls: Default::default(),
+            prometheus: PrometheusConfig::default(),
         }
     }
 }
