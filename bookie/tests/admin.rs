@@ -202,7 +202,8 @@ fn read_only_when_the_disk_threshold_is_exceeded() {
     std::fs::write(
         &conf,
         "diskUsageThreshold=0.0001\ndiskUsageWarnThreshold=0.0001\ndiskCheckInterval=100\n\
-         minUsableSizeForHighPriorityWrites=0\nsomeJavaOnlyKey=1\n",
+         minUsableSizeForHighPriorityWrites=0\nsomeJavaOnlyKey=1\n\
+         httpServerKeyStorePassword=secret\n",
     )
     .unwrap();
     let data = dir.path().join("data");
@@ -211,6 +212,19 @@ fn read_only_when_the_disk_threshold_is_exceeded() {
         &["--conf", conf.to_str().unwrap(), "--bind", "127.0.0.1"],
     );
     let mut c = b.client();
+    // Java's server_config: the keys as given (a password is not shown); no change at run time.
+    let (code, body) = b.http("GET", "/api/v1/config/server_config", "");
+    assert_eq!(code, 200, "{body}");
+    let given: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(given["someJavaOnlyKey"], "1", "{body}");
+    assert_eq!(given["diskCheckInterval"], "100", "{body}");
+    assert_eq!(given["httpServerKeyStorePassword"], "(not shown)", "{body}");
+    let (code, _) = b.http(
+        "PUT",
+        "/api/v1/config/server_config",
+        "{\"gcWaitTime\":\"1\"}",
+    );
+    assert_eq!(code, 501);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let (_, body) = b.http("GET", "/api/v1/bookie/state", "");

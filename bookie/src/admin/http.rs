@@ -310,6 +310,12 @@ async fn route(admin: &Admin, r: &Request) -> Response {
     }
     match r.path.as_str() {
         "/heartbeat" => Response::text(200, "OK\n"),
+        "/api/v1/config/server_config" if get => server_config(&admin.config),
+        "/api/v1/config/server_config" if put => Response::error(
+            501,
+            "this bookie does not change its configuration at run time: edit bk_server.conf \
+             (or the BK_ variables) and restart it",
+        ),
         "/metrics" if get => Response {
             status: 200,
             content_type: "text/plain; version=0.0.4; charset=utf-8",
@@ -443,6 +449,26 @@ async fn route(admin: &Admin, r: &Request) -> Response {
         "/api/v1/bookie/list_ledgers" if get => list_ledgers(admin).await,
         _ => Response::error(404, "not found"),
     }
+}
+
+/// Java's `ConfigurationService` GET: the configuration's keys and values as strings (Java's
+/// `asJson` of what was set). Here: what the conf file and the `BK_` variables gave. Passwords
+/// (`httpServerKeyStorePassword`, ...) are not shown, unlike Java: anyone with a client
+/// certificate for the admin server would read the key stores' passwords.
+fn server_config(config: &BookieConfig) -> Response {
+    let map: serde_json::Map<String, serde_json::Value> = config
+        .properties
+        .iter()
+        .map(|(k, v)| {
+            let shown = if k.to_ascii_lowercase().ends_with("password") {
+                "(not shown)".to_string()
+            } else {
+                v.clone()
+            };
+            (k.clone(), serde_json::Value::String(shown))
+        })
+        .collect();
+    Response::json(200, serde_json::Value::Object(map))
 }
 
 fn json_body(body: &[u8]) -> serde_json::Value {

@@ -187,6 +187,11 @@ pub fn read(path: &Path) -> Result<Vec<Property>, String> {
 /// Sets the fields of `config` the properties name.
 pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, String> {
     let mut applied = Applied::default();
+    for p in props {
+        config
+            .properties
+            .insert(p.key.clone(), p.value.trim().to_string());
+    }
     let mut lwm_set = false;
     let mut prealloc_bytes = None;
     let mut read_threads = None;

@@ -99,6 +99,9 @@ pub struct BookieConfig {
     pub tls: crate::security::tls::TlsConfig,
     /// Authentication (`bookieAuthProviderFactoryClass`, `authorizedRoles`; `security/auth.rs`).
     pub auth: crate::security::auth::AuthConfig,
+    /// The bk_server.conf keys and `BK_<key>` variables as given (the last of a key wins), for
+    /// `GET /api/v1/config/server_config`.
+    pub properties: std::collections::BTreeMap<String, String>,
 }
 
 /// Read-ahead of sequential cache-miss reads (`entrylog::Reader`'s module docs).
@@ -434,6 +437,7 @@ impl Default for BookieConfig {
             java_storage: JavaStorageConfig::default(),
             tls: crate::security::tls::TlsConfig::default(),
             auth: crate::security::auth::AuthConfig::default(),
+            properties: Default::default(),
         }
     }
 }
