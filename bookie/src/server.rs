@@ -29,7 +29,7 @@ use tokio::net::TcpSocket;
 use tokio::sync::{mpsc, watch};
 
 use crate::admin::cluster::{ControlPlane, Failure};
-use crate::admin::http::{Admin, HttpServer};
+use crate::admin::endpoints::{HttpEndpoints, Sources};
 use crate::admin::metrics::Metrics;
 use crate::admin::readonly::{spawn_disk_checker, BookieState};
 use crate::config::BookieConfig;
@@ -198,7 +198,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     }
     let (disk_stop, disk_stop_rx) = std_mpsc::channel::<()>();
     let mut disk_checker = None;
-    let mut http = None;
+    let mut http = HttpEndpoints::default();
     if failure.is_none() {
         match spawn_disk_checker(state.clone(), config.disk.clone(), disk_stop_rx) {
             Ok(t) => disk_checker = Some(t),
@@ -244,51 +244,15 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             }
         }
     }
-    if failure.is_none() && config.http.enabled {
-        let admin = Admin {
+    if failure.is_none() {
+        match HttpEndpoints::start(Sources {
+            config: config.clone(),
             state: state.clone(),
             metrics: metrics.clone(),
-            config: config.clone(),
             shards: peers.clone(),
             gc: gc_trigger.clone(),
-            metrics_only: false,
-        };
-        // HTTPS asked for and not possible stops the start: never an open plaintext admin
-        // server in its place.
-        let tls = if config.http.tls.enabled {
-            match config.http.tls.server_config() {
-                Ok(tls) => Ok(Some(tls)),
-                Err(e) => Err(format!("http admin server: {e}")),
-            }
-        } else {
-            Ok(None)
-        };
-        let started = tls.and_then(|tls| {
-            let https = tls.is_some();
-            HttpServer::start(admin, &config.http.host, config.http.port, tls)
-                .map(|server| (server, https))
-        });
-        match started {
-            Ok((server, https)) => {
-                log::info!(
-                    "http admin server on {}{}",
-                    server.addr,
-                    if https {
-                        " (HTTPS, client certificates required)"
-                    } else {
-                        ""
-                    }
-                );
-                http = Some(server);
-            }
-            Err(e) if config.http.required || config.http.tls.enabled => failure = Some(e),
-            Err(e) => log::warn!("{e}; serving without the HTTP admin server"),
-        }
-    }
-    let mut metrics_http = None;
-    if failure.is_none() {
-        match start_metrics_server(&config, &state, &metrics, &peers) {
-            Ok(server) => metrics_http = server,
+        }) {
+            Ok(endpoints) => http = endpoints,
             Err(e) => failure = Some(e),
         }
     }
@@ -333,12 +297,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         }
         cp.stop();
     }
-    if let Some(server) = http.take() {
-        server.stop();
-    }
-    if let Some(server) = metrics_http.take() {
-        server.stop();
-    }
+    http.stop();
     drop(gc_trigger);
     drop(gc.take());
     let _ = stop_tx.send(true);
@@ -746,47 +705,4 @@ fn list(dirs: &[std::path::PathBuf]) -> String {
         .map(|d| d.display().to_string())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Java's Prometheus stats provider serves `/metrics` on a server of its own when the admin
-/// server is off (`config::PrometheusConfig`); a port it cannot bind stops the start, as in Java.
-/// Another `statsProviderClass` is named in a warning: this bookie exports Prometheus only.
-fn start_metrics_server(
-    config: &Arc<BookieConfig>,
-    state: &Arc<BookieState>,
-    metrics: &Arc<Metrics>,
-    peers: &Arc<Vec<ShardHandle>>,
-) -> Result<Option<HttpServer>, String> {
-    let p = &config.http.prometheus;
-    if let Some(class) = p.provider_class.as_deref() {
-        if class != crate::config::PROMETHEUS_PROVIDER {
-            log::warn!(
-                "statsProviderClass {class}: this bookie exports Prometheus metrics only, on \
-                 {}",
-                if config.http.enabled {
-                    "the admin server's /metrics"
-                } else {
-                    "nothing while httpServerEnabled=false"
-                }
-            );
-        }
-    }
-    let Some((host, port)) = p.own_endpoint(config.http.enabled) else {
-        return Ok(None);
-    };
-    let admin = Admin {
-        state: state.clone(),
-        metrics: metrics.clone(),
-        config: config.clone(),
-        shards: peers.clone(),
-        gc: None,
-        metrics_only: true,
-    };
-    let server = HttpServer::start(admin, host, port, None)
-        .map_err(|e| format!("prometheus stats endpoint (prometheusStatsHttpPort): {e}"))?;
-    log::info!(
-        "prometheus stats endpoint on http://{}/metrics",
-        server.addr
-    );
-    Ok(Some(server))
 }

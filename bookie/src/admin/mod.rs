@@ -1,8 +1,10 @@
-//! How the bookie is operated and seen: the HTTP admin server, metrics, its process-wide
-//! state (read-only mode), and its registration in ZooKeeper.
+//! How the bookie is operated and seen: the HTTP admin server and the metrics endpoint (which
+//! of them run: `endpoints`), metrics, its process-wide state (read-only mode), and its
+//! registration in ZooKeeper.
 
 pub mod clock;
 pub mod cluster;
+pub mod endpoints;
 pub mod http;
 pub mod metrics;
 pub mod readonly;
