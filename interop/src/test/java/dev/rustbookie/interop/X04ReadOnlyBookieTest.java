@@ -72,6 +72,12 @@ class X04ReadOnlyBookieTest {
 
             // the writer goes on: the read-only bookie is replaced, no add fails
             Ops.addAsync(lh, SEED, 100, 200, SIZE, null);
+            // With an ack quorum of 2 the adds can all complete before the client has written the
+            // ensemble change the read-only bookie's EREADONLY set off: wait for it.
+            long changeDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (lh.getLedgerMetadata().getAllEnsembles().size() < 2 && System.nanoTime() < changeDeadline) {
+                Thread.sleep(50);
+            }
             List<List<BookieId>> ensembles = List.copyOf(lh.getLedgerMetadata().getAllEnsembles().values());
             Cluster.log("ensembles: " + lh.getLedgerMetadata().getAllEnsembles());
             List<BookieId> last = ensembles.get(ensembles.size() - 1);
