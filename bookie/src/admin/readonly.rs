@@ -10,10 +10,12 @@
 //! - `FORCED`: `forceReadOnlyBookie`, for good (manual writable refused);
 //! - `MANUAL`: HTTP `PUT /api/v1/bookie/state/readonly`; sticky, the disk checker never
 //!   clears it;
-//! - `DISK_FULL`: set by the disk checker when every ledger directory (or every index
-//!   directory), or any journal directory, reaches `diskUsageThreshold`; cleared when the
-//!   total usage drops below `diskUsageLwmThreshold`. A full ledger directory alone is only
-//!   marked not writable: the shards' new entry logs go to the others (`store/ledger_dirs.rs`);
+//! - `DISK_FULL`: set by the disk checker when any ledger or index directory reaches
+//!   `diskUsageThreshold` (Java's `readOnlyModeOnAnyDiskFullEnabled`, default true), or with
+//!   that key false when every ledger directory (or every index directory) does; and when any
+//!   journal directory does. Cleared when none is full; after every one was, only once the
+//!   total usage is also below `diskUsageLwmThreshold`. A full ledger directory is marked not
+//!   writable either way: the shards' new entry logs go to the others (`store/ledger_dirs.rs`);
 //! - `IO_FAILURE`: a journal or ledger-storage failure in a shard; never cleared (a restart
 //!   is the way back, as Java shuts down on these).
 //!
@@ -141,6 +143,11 @@ pub struct BookieState {
     /// The fullest directory's level at the last check ([`DISK_OK`], [`DISK_ALMOST_FULL`],
     /// [`DISK_FULL_LEVEL`]): garbage collection suspends or forces compaction by it.
     disk_pressure: AtomicU8,
+    /// Whether every ledger (or index) directory, or a journal directory, was full at the last
+    /// check that found one full: then writable again needs the total usage below
+    /// `diskUsageLwmThreshold` (Java: no writable directory left); read-only by the
+    /// any-directory rule alone ends as soon as none is full.
+    full_was_every: AtomicBool,
 }
 
 /// No directory above `diskUsageWarnThreshold`.
@@ -173,6 +180,7 @@ impl BookieState {
                 })
                 .collect(),
             disk_pressure: AtomicU8::new(DISK_OK),
+            full_was_every: AtomicBool::new(false),
         }
     }
 
@@ -338,8 +346,13 @@ impl BookieState {
         .usage();
         let all =
             |k: DirKind| counts[k as usize].0 > 0 && counts[k as usize].1 == counts[k as usize].0;
-        let any_full =
+        let every_full =
             all(DirKind::Ledger) || all(DirKind::Index) || counts[DirKind::Journal as usize].1 > 0;
+        // Java's readOnlyModeOnAnyDiskFullEnabled (`LedgerDirsMonitor`: anyDiskFull), for the
+        // ledger and the index directories alike.
+        let one_full =
+            counts[DirKind::Ledger as usize].1 > 0 || counts[DirKind::Index as usize].1 > 0;
+        let any_full = every_full || (disk.read_only_on_any_full && one_full);
         if any_warn && !*warned {
             log::warn!(
                 "disk usage above diskUsageWarnThreshold ({}): {}",
@@ -358,11 +371,19 @@ impl BookieState {
         self.disk_pressure.store(level, Ordering::Relaxed);
         let full_now = self.reasons() & DISK_FULL != 0;
         if any_full {
-            self.high_priority.store(high_priority, Ordering::Relaxed);
+            // Recovery adds go on while some directory is not full (Java computes the
+            // high-priority space only when every ledger directory is).
+            self.high_priority
+                .store(high_priority || !every_full, Ordering::Relaxed);
+            self.full_was_every.store(every_full, Ordering::Relaxed);
             if !full_now {
                 let why = format!(
-                    "every ledger (or index) directory, or a journal directory, reached \
-                     diskUsageThreshold ({}): {}",
+                    "{} reached diskUsageThreshold ({}): {}",
+                    if every_full {
+                        "every ledger (or index) directory, or a journal directory,"
+                    } else {
+                        "a ledger (or index) directory (readOnlyModeOnAnyDiskFullEnabled)"
+                    },
                     disk.usage_threshold,
                     self.describe_dirs()
                 );
@@ -374,11 +395,19 @@ impl BookieState {
             }
         } else {
             self.high_priority.store(true, Ordering::Relaxed);
-            if full_now && total_usage < disk.lwm_threshold {
-                let why = format!(
-                    "disk usage {total_usage:.4} is below diskUsageLwmThreshold ({})",
-                    disk.lwm_threshold
-                );
+            // As Java: with no directory left writable, back only below the low-water mark;
+            // read-only by the any-directory rule ends once no directory is full.
+            let every_was_full = self.full_was_every.load(Ordering::Relaxed);
+            if full_now && (!every_was_full || total_usage < disk.lwm_threshold) {
+                let why = if every_was_full {
+                    format!(
+                        "disk usage {total_usage:.4} is below diskUsageLwmThreshold ({})",
+                        disk.lwm_threshold
+                    )
+                } else {
+                    "no ledger (or index) directory is full any more".to_string()
+                };
+                self.full_was_every.store(false, Ordering::Relaxed);
                 self.update(0, DISK_FULL, &why);
             }
         }
@@ -450,10 +479,81 @@ mod tests {
         )
     }
 
+    /// Three ledger directories and a journal, measured from a table of usages.
+    fn three_ledger_dirs(disk: &DiskConfig) -> (BookieState, impl Fn(&BookieState, [f64; 4])) {
+        let s = BookieState::new(
+            disk,
+            &[
+                (Path::new("/l1"), DirKind::Ledger),
+                (Path::new("/l2"), DirKind::Ledger),
+                (Path::new("/l3"), DirKind::Ledger),
+                (Path::new("/j"), DirKind::Journal),
+            ],
+        );
+        let disk = disk.clone();
+        let run = move |s: &BookieState, used: [f64; 4]| {
+            let mut warned = false;
+            s.check_disks(&disk, &mut warned, &mut |p| {
+                let i = ["/l1", "/l2", "/l3", "/j"]
+                    .iter()
+                    .position(|d| Path::new(d) == p)
+                    .unwrap();
+                Ok(DiskUsage {
+                    total_bytes: 10_000,
+                    usable_bytes: ((1.0 - used[i]) * 10_000.0) as u64,
+                })
+            });
+        };
+        (s, run)
+    }
+
+    #[test]
+    fn any_full_ledger_directory_turns_read_only_by_default_as_java() {
+        // Java's readOnlyModeOnAnyDiskFullEnabled (default true since 4.16).
+        let d = DiskConfig {
+            lwm_threshold: 0.5,
+            ..disk()
+        };
+        assert!(d.read_only_on_any_full);
+        let (s, run) = three_ledger_dirs(&d);
+        run(&s, [0.96, 0.2, 0.2, 0.2]);
+        assert!(s.is_read_only(), "one full ledger directory");
+        assert!(s.high_priority_available(), "the others take recovery adds");
+        assert_eq!(s.disk_pressure(), DISK_FULL_LEVEL);
+        run(&s, [0.94, 0.2, 0.2, 0.2]);
+        assert!(
+            !s.is_read_only(),
+            "none full: writable at once (others were writable: no low-water mark), total {}",
+            (0.94 + 0.6) / 3.0
+        );
+        // Every directory full: the low-water mark applies to the way back.
+        run(&s, [0.96, 0.96, 0.96, 0.2]);
+        assert!(s.is_read_only());
+        run(&s, [0.9, 0.9, 0.9, 0.2]);
+        assert!(
+            s.is_read_only(),
+            "total 0.9 is above the low-water mark 0.5"
+        );
+        run(&s, [0.4, 0.4, 0.4, 0.2]);
+        assert!(!s.is_read_only(), "below the low-water mark");
+        // The key off: the other directories take the new entry logs.
+        let (s, run) = three_ledger_dirs(&DiskConfig {
+            read_only_on_any_full: false,
+            ..d
+        });
+        run(&s, [0.96, 0.96, 0.2, 0.2]);
+        assert!(!s.is_read_only());
+        run(&s, [0.96, 0.96, 0.96, 0.2]);
+        assert!(s.is_read_only());
+    }
+
     #[test]
     fn a_full_ledger_directory_goes_read_only_alone() {
         let s = BookieState::new(
-            &disk(),
+            &DiskConfig {
+                read_only_on_any_full: false,
+                ..disk()
+            },
             &[
                 (Path::new("/l1"), DirKind::Ledger),
                 (Path::new("/l2"), DirKind::Ledger),
@@ -462,7 +562,11 @@ mod tests {
         );
         let run = |l1: f64, l2: f64, j: f64| {
             let mut warned = false;
-            s.check_disks(&disk(), &mut warned, &mut |p| {
+            let d = DiskConfig {
+                read_only_on_any_full: false,
+                ..disk()
+            };
+            s.check_disks(&d, &mut warned, &mut |p| {
                 let used = match p.to_str() {
                     Some("/l1") => l1,
                     Some("/l2") => l2,

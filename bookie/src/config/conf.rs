@@ -340,6 +340,7 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             "diskCheckInterval" => c.disk.check_interval = v.millis(1)?,
             "readOnlyModeEnabled" => c.disk.read_only_mode_enabled = v.boolean()?,
             "forceReadOnlyBookie" => c.disk.force_read_only = v.boolean()?,
+            "readOnlyModeOnAnyDiskFullEnabled" => c.disk.read_only_on_any_full = v.boolean()?,
             "minUsableSizeForHighPriorityWrites" => {
                 c.disk.min_usable_for_high_priority = v.parse_range(0, u64::MAX)?
             }

@@ -202,6 +202,10 @@ pub struct DiskConfig {
     /// `minUsableSizeForHighPriorityWrites` (1 GiB): while read-only because of full disks,
     /// high-priority (recovery) adds are still taken if some directory has this much free.
     pub min_usable_for_high_priority: u64,
+    /// `readOnlyModeOnAnyDiskFullEnabled` (true, Java's default since 4.16): read-only as soon
+    /// as any ledger (or index) directory is full, writable again when none is; false: only
+    /// when every one is, the others taking the new entry logs meanwhile.
+    pub read_only_on_any_full: bool,
 }
 
 impl Default for DiskConfig {
@@ -214,6 +218,7 @@ impl Default for DiskConfig {
             read_only_mode_enabled: true,
             force_read_only: false,
             min_usable_for_high_priority: 1 << 30,
+            read_only_on_any_full: true,
         }
     }
 }
