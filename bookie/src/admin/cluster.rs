@@ -82,7 +82,8 @@ pub fn metadata_config(config: &BookieConfig) -> Result<MetadataConfig, Failure>
         .http
         .enabled
         .then_some((http_host.as_str(), config.http.port));
-    let info = BookieServiceInfo::for_bookie(&addr.host, addr.port, false, http);
+    // Java's BookieService.publishInfo: the `tls` extension when tlsProviderFactoryClass is set.
+    let info = BookieServiceInfo::for_bookie(&addr.host, addr.port, config.tls.enabled(), http);
     MetadataConfig::from_keys(|k| conf_key(c, k), addr.id, info)
         .map_err(|e| Failure::meta("metadata configuration", e))
 }

@@ -71,6 +71,8 @@ class S01BootstrapTest {
                         .orElseThrow(() -> new AssertionError("no bookie-rpc endpoint for " + b + ": " + info));
                 assertEquals("127.0.0.1", rpc.getHost(), "service info host of " + b);
                 assertEquals(b.port, rpc.getPort(), "service info port of " + b);
+                assertTrue(rpc.getExtensions() == null || rpc.getExtensions().isEmpty(),
+                        "no tls extension without TLS: " + rpc.getExtensions());
                 Cluster.log(b + " service info: " + info.getEndpoints() + " " + info.getProperties());
             }
 

@@ -2,6 +2,7 @@ package dev.rustbookie.interop;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
@@ -85,6 +86,12 @@ class T01TlsAuthTest {
             b.extraConf.put("bookieAuthProviderFactoryClass", TlsCerts.AUTHZ);
             b.extraConf.put("authorizedRoles", "admin");
             c.startAll();
+            // The registration says TLS, as a Java bookie's does (BookieService.publishInfo).
+            org.apache.bookkeeper.discover.BookieServiceInfo info =
+                    S01BootstrapTest.serviceInfo(c.admin(), b.bookieId());
+            assertTrue(info.getEndpoints().stream().anyMatch(e -> "bookie-rpc".equals(e.getProtocol())
+                    && e.getExtensions() != null && e.getExtensions().contains("tls")),
+                    "bookie-rpc endpoint with the tls extension: " + info.getEndpoints());
             for (boolean v2 : new boolean[] {false, true}) {
                 BookKeeper bk = c.client(certs.client(c.clientConf(v2), admin));
                 writeAndRead(bk, 1, SEED + (v2 ? 1 : 0), 100, e -> Payloads.size(SEED, 0, e, 16, 4096));
