@@ -17,6 +17,7 @@ use net::{ReadFlag, Request, Response, StatusCode};
 use storage::Storage;
 
 use crate::read::read_thread;
+use crate::shard::fenced_deleted::FencedDeleted;
 use crate::store::journal_recovery::LostRecords;
 use crate::store::ledger::{Answer, Decision, FrozenBatch, FrozenEntries, LedgerTable};
 use crate::store::record::{JournalRecord, HEADER_MAX};
@@ -82,6 +83,9 @@ pub enum Committed<T> {
 
 pub struct ShardCore<S: Storage, T> {
     pub table: LedgerTable,
+    /// Ledgers garbage collection dropped: requests that would recreate them are refused
+    /// (`fenced_deleted.rs`).
+    pub fenced_deleted: FencedDeleted,
     pub journal: Journal<S>,
     pub pending: VecDeque<Pending<T>>,
     pub blocked: VecDeque<Blocked<T>>,
@@ -133,6 +137,7 @@ impl<S: Storage, T> ShardCore<S, T> {
             .map_err(|e| format!("journal {}: {e}", journal_dir.display()))?;
         Ok(ShardCore {
             table,
+            fenced_deleted: FencedDeleted::default(),
             journal,
             pending: VecDeque::with_capacity(4096),
             blocked: VecDeque::new(),
@@ -164,6 +169,9 @@ impl<S: Storage, T> ShardCore<S, T> {
                 if !writable {
                     return Decision::Reply(request.error_response(StatusCode::EREADONLY));
                 }
+                if self.dropped_after_fencing(*ledger_id, now_ms) {
+                    return Decision::Reply(request.error_response(StatusCode::EFENCED));
+                }
                 self.table.add(
                     *ledger_id,
                     *entry_id,
@@ -172,6 +180,13 @@ impl<S: Storage, T> ShardCore<S, T> {
                     *recovery,
                     now_ms,
                 )
+            }
+            Request::ReadEntry {
+                ledger_id,
+                flag: Some(ReadFlag::FenceLedger),
+                ..
+            } if self.dropped_after_fencing(*ledger_id, now_ms) => {
+                Decision::Reply(request.error_response(StatusCode::ENOLEDGER))
             }
             Request::ReadEntry {
                 ledger_id,
@@ -189,6 +204,17 @@ impl<S: Storage, T> ShardCore<S, T> {
                 *time_out,
                 v3,
             ),
+            Request::BatchReadEntry {
+                ledger_id,
+                start_entry_id,
+                request_id,
+                max_count,
+                max_size,
+                fence,
+                ..
+            } if *fence && self.dropped_after_fencing(*ledger_id, now_ms) => {
+                Decision::Reply(request.error_response(StatusCode::ENOLEDGER))
+            }
             Request::BatchReadEntry {
                 ledger_id,
                 start_entry_id,
@@ -214,6 +240,9 @@ impl<S: Storage, T> ShardCore<S, T> {
             } => {
                 if !writable {
                     return Decision::Reply(request.error_response(StatusCode::EREADONLY));
+                }
+                if self.dropped_after_fencing(*ledger_id, now_ms) {
+                    return Decision::Reply(request.error_response(StatusCode::ENOLEDGER));
                 }
                 self.table
                     .write_lac(*ledger_id, master_key, body.clone(), now_ms)
@@ -449,11 +478,24 @@ impl<S: Storage, T> ShardCore<S, T> {
     /// persist would be undone by the next start, and the ledger would be served again (the
     /// simulator's seed 29 found it); the first GC after a restart deletes them. Returns how
     /// many this shard held, or `None` when it kept them.
-    pub fn delete_ledgers(&mut self, ids: &[i64], writable: bool) -> Option<usize> {
+    pub fn delete_ledgers(&mut self, ids: &[i64], writable: bool, now_ms: i64) -> Option<usize> {
         if !writable {
             return None;
         }
-        Some(ids.iter().filter(|&&id| self.table.delete(id)).count())
+        let mut dropped = 0;
+        for &id in ids {
+            if self.table.delete(id) {
+                dropped += 1;
+                self.fenced_deleted.remember(id, now_ms);
+            }
+        }
+        Some(dropped)
+    }
+
+    /// A request for a ledger this shard does not hold, which garbage collection dropped
+    /// (Java's `LedgerFencedAndDeletedException`).
+    fn dropped_after_fencing(&mut self, ledger: i64, now_ms: i64) -> bool {
+        self.table.get(ledger).is_none() && self.fenced_deleted.refuses(ledger, now_ms)
     }
 
     /// Freezes the write cache for a flush, its journal mark the next LSN: every record
@@ -629,10 +671,76 @@ mod tests {
         let disk = SimDisk::new(SimConfig::new(4));
         let mut core = open(&disk);
         assert_eq!(submit(&mut core, &fence(5), 1, 0), None);
-        assert_eq!(core.delete_ledgers(&[5], false), None);
+        assert_eq!(core.delete_ledgers(&[5], false, 0), None);
         assert!(core.table.get(5).is_some());
-        assert_eq!(core.delete_ledgers(&[5, 6], true), Some(1));
+        assert_eq!(core.delete_ledgers(&[5, 6], true, 0), Some(1));
         assert!(core.table.get(5).is_none());
         assert!(core.table.has_pending_deletes());
+    }
+
+    /// Java's `LedgerFencedAndDeletedException`: a ledger garbage collection dropped (fenced
+    /// or not, as a 4.18 Java bookie in effect does) is not recreated by a zombie writer (an add
+    /// gets EFENCED; an explicit LAC and a fence read ENOLEDGER), for 7 days after the last
+    /// such request; a read-only shard, which keeps the ledger, remembers nothing.
+    #[test]
+    fn a_ledger_dropped_by_gc_is_not_recreated() {
+        let disk = SimDisk::new(SimConfig::new(5));
+        let mut core = open(&disk);
+        assert_eq!(submit(&mut core, &fence(5), 1, 0), None);
+        let add = |ledger: i64| Request::AddEntry {
+            ledger_id: ledger,
+            entry_id: 0,
+            master_key: key(1),
+            body: bytes::Bytes::from_static(&[0; 40]),
+            recovery: false,
+            write_flags: None,
+        };
+        assert!(matches!(
+            core.decide(&add(6), false, 0, true, 1 << 20),
+            Decision::Journal { .. }
+        ));
+        let now = 1_000_000;
+        assert_eq!(core.delete_ledgers(&[5, 6], true, now), Some(2));
+        let status = |core: &mut Core, request: &Request, at: i64| match core.decide(
+            request,
+            true,
+            at,
+            true,
+            1 << 20,
+        ) {
+            Decision::Reply(r) => Some(r.status()),
+            _ => None,
+        };
+        assert_eq!(status(&mut core, &add(5), now), Some(StatusCode::EFENCED));
+        let write_lac = Request::WriteLac {
+            ledger_id: 5,
+            lac: 0,
+            master_key: key(1),
+            body: bytes::Bytes::from_static(&[0; 40]),
+        };
+        assert_eq!(
+            status(&mut core, &write_lac, now),
+            Some(StatusCode::ENOLEDGER)
+        );
+        assert_eq!(
+            status(&mut core, &fence(5), now),
+            Some(StatusCode::ENOLEDGER)
+        );
+        assert_eq!(
+            status(&mut core, &add(6), now),
+            Some(StatusCode::EFENCED),
+            "a ledger dropped unfenced too"
+        );
+        assert_eq!(status(&mut core, &add(7), now), None, "another ledger");
+        let week = crate::shard::fenced_deleted::REMEMBER_MS;
+        assert_eq!(
+            status(&mut core, &add(5), now + week - 1),
+            Some(StatusCode::EFENCED)
+        );
+        assert_eq!(
+            status(&mut core, &add(5), now + 3 * week),
+            None,
+            "forgotten 7 days after the last request"
+        );
     }
 }

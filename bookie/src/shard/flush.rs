@@ -59,7 +59,10 @@ impl Shard {
     /// Garbage collection found these ledgers deleted from the cluster: drop them here (the
     /// next flush persists the tombstones). Returns how many this shard held.
     pub fn delete_ledgers(&mut self, ids: &[i64]) -> usize {
-        let Some(deleted) = self.core.delete_ledgers(ids, !self.read_only) else {
+        let Some(deleted) =
+            self.core
+                .delete_ledgers(ids, !self.read_only, crate::admin::metrics::now_ms())
+        else {
             log::warn!(
                 "shard {}: gc: {} deleted ledgers kept until a restart: this shard is read-only \
                  and cannot persist their deletion",
@@ -69,7 +72,12 @@ impl Shard {
             return 0;
         };
         if deleted > 0 {
-            log::info!("shard {}: gc: {deleted} deleted ledgers dropped", self.id);
+            log::info!(
+                "shard {}: gc: {deleted} deleted ledgers dropped ({} remembered for 7 days: \
+                 adds that would recreate them are refused)",
+                self.id,
+                self.core.fenced_deleted.len()
+            );
             self.metrics.shards[self.id]
                 .gc
                 .deleted_ledgers

@@ -11,6 +11,7 @@
 mod cold_read;
 mod commit;
 pub mod core;
+pub mod fenced_deleted;
 mod flush;
 mod gauges;
 mod long_poll;

@@ -624,13 +624,18 @@ impl SimBookie {
         };
         let ids: Vec<i64> = deleted.iter().map(|&id| id as i64).collect();
         let mut dropped = BTreeSet::new();
+        let now_ms = EPOCH_MS + (self.now_us() / 1000) as i64;
         for shard in &mut self.shards {
             let mine: Vec<i64> = ids
                 .iter()
                 .copied()
                 .filter(|&id| shard.core.table.get(id).is_some())
                 .collect();
-            if shard.core.delete_ledgers(&mine, !shard.read_only).is_some() {
+            if shard
+                .core
+                .delete_ledgers(&mine, !shard.read_only, now_ms)
+                .is_some()
+            {
                 dropped.extend(mine.iter().map(|&id| id as u64));
                 shard.gc_requested = true;
             }

@@ -56,6 +56,18 @@ public final class Raw implements AutoCloseable {
         return f.get(30, TimeUnit.SECONDS);
     }
 
+    /** A fence read (ledger recovery's first step) of one entry with the master key: its rc. */
+    public int fenceRead(BookieId bookie, long ledgerId, long entryId, byte[] masterKey) throws Exception {
+        CompletableFuture<Integer> f = new CompletableFuture<>();
+        client.readEntry(bookie, ledgerId, entryId, (rc, lid, eid, buf, ctx) -> {
+            if (buf != null) {
+                buf.release();
+            }
+            f.complete(rc);
+        }, null, org.apache.bookkeeper.proto.BookieProtocol.FLAG_DO_FENCING, masterKey);
+        return f.get(30, TimeUnit.SECONDS);
+    }
+
     /**
      * Adds one entry straight to a bookie; returns the rc. The entry is laid out as a client
      * packages it (ledger, entry, LAC, length, a 4-byte CRC32C, payload); bookies do not verify
