@@ -495,7 +495,10 @@ impl<S: Storage, T> ShardCore<S, T> {
     /// A request for a ledger this shard does not hold, which garbage collection dropped
     /// (Java's `LedgerFencedAndDeletedException`).
     fn dropped_after_fencing(&mut self, ledger: i64, now_ms: i64) -> bool {
-        self.table.get(ledger).is_none() && self.fenced_deleted.refuses(ledger, now_ms)
+        // Nothing remembered (the usual case): no lookup on the add path.
+        !self.fenced_deleted.is_empty()
+            && self.table.get(ledger).is_none()
+            && self.fenced_deleted.refuses(ledger, now_ms)
     }
 
     /// Freezes the write cache for a flush, its journal mark the next LSN: every record

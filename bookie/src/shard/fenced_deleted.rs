@@ -69,6 +69,10 @@ impl FencedDeleted {
         self.touched.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.touched.is_empty()
+    }
+
     fn forget_expired(&mut self, now_ms: i64) {
         self.touched.retain(|_, t| now_ms - *t < REMEMBER_MS);
     }
