@@ -484,14 +484,7 @@ fn a_port_in_use_is_refused() {
         .data_dir(&dir.path().join("b"))
         .log_to(&dir.path().join("b.log"))
         .spawn();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = second.exited() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the second bookie kept running");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = second.exit_within(Duration::from_secs(30));
     assert!(!status.success());
     let log = second.log_text();
     assert!(log.contains("cannot listen on"), "{log}");
@@ -554,14 +547,7 @@ fn prometheus_provider_serves_metrics_on_its_own_port() {
         .data_dir(&dir.path().join("data-2"))
         .log_to(&dir.path().join("second.log"))
         .spawn();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = second.exited() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the second bookie kept running");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = second.exit_within(Duration::from_secs(30));
     assert!(!status.success());
     let log = second.log_text();
     assert!(log.contains("prometheusStatsHttpPort"), "{log}");

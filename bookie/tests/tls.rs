@@ -525,14 +525,7 @@ fn refused(files: &Files, keys: &[(&str, String)]) -> String {
         .args(["--shards", "1", "--no-pin"])
         .log_to(&log)
         .spawn();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = b.exited() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the bookie started: {keys:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = b.exit_within(Duration::from_secs(20));
     assert!(!status.success());
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(!text.contains("panicked"), "{text}");

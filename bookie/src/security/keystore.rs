@@ -166,6 +166,18 @@ fn pkcs12_bytes(key: &'static str, path: &Path, declared: StoreType) -> Result<V
     Ok(bytes)
 }
 
+/// The file of a store declared PKCS12 or JKS, opened with its password.
+fn read_pkcs12(
+    key: &'static str,
+    path: &Path,
+    declared: StoreType,
+    password: &str,
+    policy: p12_keystore::Pkcs12ImportPolicy,
+) -> Result<p12_keystore::KeyStore, KeyError> {
+    let bytes = pkcs12_bytes(key, path, declared)?;
+    open_pkcs12(key, path, &bytes, password, policy)
+}
+
 fn open_pkcs12(
     key: &'static str,
     path: &Path,
@@ -215,11 +227,10 @@ pub fn identity_from_store(
     declared: StoreType,
     password: &str,
 ) -> Result<Identity, KeyError> {
-    let bytes = pkcs12_bytes(key, path, declared)?;
-    let store = open_pkcs12(
+    let store = read_pkcs12(
         key,
         path,
-        &bytes,
+        declared,
         password,
         p12_keystore::Pkcs12ImportPolicy::Strict,
     )?;
@@ -277,13 +288,12 @@ pub fn trust_from_store(
     declared: StoreType,
     password: &str,
 ) -> Result<Vec<CertificateDer<'static>>, KeyError> {
-    let bytes = pkcs12_bytes(key, path, declared)?;
     // Every certificate counts, whether or not the tool that wrote the store marked it
     // trusted (openssl does not; keytool does).
-    let store = open_pkcs12(
+    let store = read_pkcs12(
         key,
         path,
-        &bytes,
+        declared,
         password,
         p12_keystore::Pkcs12ImportPolicy::Raw,
     )?;

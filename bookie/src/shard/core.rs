@@ -206,13 +206,9 @@ impl<S: Storage, T> ShardCore<S, T> {
             ),
             Request::BatchReadEntry {
                 ledger_id,
-                start_entry_id,
-                request_id,
-                max_count,
-                max_size,
-                fence,
+                fence: true,
                 ..
-            } if *fence && self.dropped_after_fencing(*ledger_id, now_ms) => {
+            } if self.dropped_after_fencing(*ledger_id, now_ms) => {
                 Decision::Reply(request.error_response(StatusCode::ENOLEDGER))
             }
             Request::BatchReadEntry {

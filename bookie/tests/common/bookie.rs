@@ -254,6 +254,19 @@ impl BookieProcess {
         child.try_wait().expect("try_wait")
     }
 
+    /// Waits up to `timeout` for a bookie that must not start to exit; its status (panics if it
+    /// still runs then).
+    pub fn exit_within(&mut self, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.exited() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the bookie kept running");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Whether it still runs.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.as_mut().map(Child::try_wait), Some(Ok(None)))

@@ -47,7 +47,20 @@ final class JavaLedgers {
         writer.deleteLedger(deleted.getId());
         lac = create(writer);
         Ops.addSync(lac, seed, 0, 20, size, null);
-        Thread.sleep(1000); // past the explicit-LAC interval with no adds
+        // Past the explicit-LAC interval with no adds, the writer sends its explicit LAC (19;
+        // entry 19 carried 18). On a loaded machine its timer can be late: wait until the Java
+        // bookie answers 19, so that what the takeover must serve is known to be there.
+        BookKeeper reader = c.client(false);
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(20);
+        long explicit = -1;
+        while (explicit < 19 && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+            LedgerHandle r = reader.openLedgerNoRecovery(lac.getId(), DigestType.CRC32C, Ops.PASSWORD);
+            explicit = r.readExplicitLastConfirmed();
+        }
+        if (explicit != 19) {
+            throw new IllegalStateException("the writer's explicit LAC never reached the Java bookie: " + explicit);
+        }
         live = create(writer);
         acks = new Ops.AckLog(live.getId());
         Ops.addSync(live, seed, 0, n, size, acks);
