@@ -64,6 +64,19 @@ final class JavaLedgers {
         live = create(writer);
         acks = new Ops.AckLog(live.getId());
         Ops.addSync(live, seed, 0, n, size, acks);
+        // Java's DbLedgerStorage persists an explicit LAC (its RocksDB ledger metadata) only at a
+        // checkpoint that has entries to flush in that ledger's directory, while the journal's
+        // lastMark moves past the LAC's record at every checkpoint: with two ledger directories
+        // and no more adds in `lac`'s, a killed Java bookie loses the explicit LAC itself (and
+        // so serves 18, as ours then does). An entry in a ledger of `lac`'s directory (Java:
+        // ledger id mod directories) makes the next checkpoint persist it.
+        LedgerHandle filler = create(writer);
+        while (filler.getId() % 2 != lac.getId() % 2) {
+            filler.close();
+            filler = create(writer);
+        }
+        Ops.addSync(filler, seed, 0, 1, size, null);
+        filler.close();
     }
 
     /**
