@@ -554,3 +554,48 @@ fn prometheus_provider_serves_metrics_on_its_own_port() {
     assert!(b.alive());
     b.stop();
 }
+
+/// The admin server serves at most 64 connections at once (`admin::http::MAX_CONNECTIONS`):
+/// idle clients holding that many get one more connection closed unanswered, and once they go
+/// the server answers again. Without the limit every connection held a task for 10 s.
+#[test]
+fn the_admin_server_holds_a_bounded_number_of_connections() {
+    use std::io::{Read, Write};
+    let dir = common::tempdir("bookie-admin-conns-");
+    let mut b = start(dir.path(), &[]);
+    let port = b.http_port().expect("an admin port");
+    let get = || -> String {
+        let mut out = String::new();
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let _ = s.write_all(b"GET /heartbeat HTTP/1.1\r\nHost: x\r\n\r\n");
+            let _ = s.read_to_string(&mut out);
+        }
+        out
+    };
+    assert!(get().starts_with("HTTP/1.1 200"));
+    let idle: Vec<std::net::TcpStream> = (0..64)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    // Every idle connection accepted and holding its slot (the server reads their heads).
+    std::thread::sleep(Duration::from_millis(300));
+    let answer = get();
+    assert!(
+        answer.is_empty(),
+        "a 65th connection is closed unanswered: {answer:?}"
+    );
+    drop(idle);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let answer = get();
+        if answer.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never answered again: {answer:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    b.stop();
+}

@@ -5,7 +5,9 @@
 //! a scrape or a slow admin client cannot delay a request. The HTTP/1.1 handling is ours and
 //! small on purpose: a handful of routes with tiny bodies, answered with `Connection: close`,
 //! do not justify hyper's dependency tree in a from-scratch CI build. Limits keep a bad client
-//! harmless: 16 KiB of request head, 64 KiB of body (Content-Length only), 10 s to send it;
+//! harmless: 16 KiB of request head, 64 KiB of body (Content-Length only), 10 s to send it,
+//! at most [`MAX_CONNECTIONS`] connections at once (one more is closed unanswered, so idle
+//! or slow clients cannot pile up tasks and buffers, nor TLS handshakes);
 //! anything malformed gets a 400 and the connection closed, never a panic.
 //!
 //! With `httpServerTlsEnable` it speaks HTTPS only and requires a client certificate signed by
@@ -42,6 +44,8 @@ use crate::shard::mailbox::{AdminQuery, GcRequest, ShardHandle};
 const MAX_HEAD: usize = 16 << 10;
 const MAX_BODY: usize = 64 << 10;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections served at once; a scrape and a few operators need a handful.
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// What the handlers need.
 pub struct Admin {
@@ -88,6 +92,7 @@ impl HttpServer {
         let addr = listener.local_addr().map_err(|e| format!("http: {e}"))?;
         let (stop, mut stopped) = watch::channel(false);
         let admin = Arc::new(admin);
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
         let thread = std::thread::Builder::new()
             .name("http-admin".into())
             .spawn(move || {
@@ -97,9 +102,14 @@ impl HttpServer {
                             _ = stopped.changed() => break,
                             accepted = listener.accept() => match accepted {
                                 Ok((stream, _)) => {
+                                    // Over the limit: closed at once (dropped).
+                                    let Ok(slot) = slots.clone().try_acquire_owned() else {
+                                        continue;
+                                    };
                                     let admin = admin.clone();
                                     let tls = tls.clone();
                                     tokio::spawn(async move {
+                                        let _slot = slot;
                                         let _ = tokio::time::timeout(REQUEST_TIMEOUT, async {
                                             match tls {
                                                 None => serve(stream, &admin).await,

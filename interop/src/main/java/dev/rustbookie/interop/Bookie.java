@@ -33,8 +33,8 @@ public abstract class Bookie {
     private volatile long staleOwner;
     /** Whether the scenario expects this bookie up (for the end-of-scenario checks). */
     public volatile boolean expectUp;
-    /** Launches so far; whether its directory was empty at the first; whether it ever registered. */
-    private int launches;
+    /** Whether it was launched; whether its directory was empty then; whether it ever registered. */
+    private boolean launched;
     private boolean freshAtFirstLaunch;
     private volatile boolean everReady;
     /** First starts retried on new ports after a port was found taken. */
@@ -96,7 +96,8 @@ public abstract class Bookie {
         if (proc != null && proc.isAlive()) {
             throw new IllegalStateException(name + " is already running");
         }
-        if (launches++ == 0) {
+        if (!launched) {
+            launched = true;
             freshAtFirstLaunch = isEmptyDir(dir);
         }
         Files.createDirectories(dir.resolve("journal"));
