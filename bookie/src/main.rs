@@ -189,9 +189,21 @@ fn main() -> ExitCode {
                 .map(|_| ())
                 .map_err(cluster::Failure::from);
         }
-        if let Some(line) = conf::ignored_line(&sources.ignored) {
+        for line in &sources.warnings {
+            log::warn!("configuration: {line}");
+        }
+        let (unknown, ignored) = conf::key_report(&conf::Applied {
+            ignored: sources.ignored.clone(),
+            unknown: sources.unknown.clone(),
+            ..Default::default()
+        });
+        if let Some(line) = unknown {
             log::warn!("{line}");
         }
+        if let Some(line) = ignored {
+            log::info!("{line}");
+        }
+        conf::check_startup_user(&config).map_err(cluster::Failure::from)?;
         exit_with_parent()?;
         // Before any shard reads the clock (20 ms when the time-stamp counter is a candidate).
         log::info!("timestamps from {}", admin::clock::calibrate());
@@ -265,7 +277,7 @@ fn meta_command(cmd: &str, args: &MetaArgs) -> ExitCode {
     let mut c = conf::conf_defaults();
     // The file, then the `BK_<key>` variables over it, as `bookie serve` reads them.
     let loaded = conf::read(&args.conf).and_then(|file| {
-        let props = conf_env::merge(file, conf_env::properties(std::env::vars_os())?);
+        let props = conf_env::merge(file.properties, conf_env::properties(std::env::vars_os())?);
         conf::apply(&props, &mut c).map_err(|e| format!("{}: {e}", args.conf.display()))
     });
     if let Err(e) = loaded {
@@ -310,15 +322,21 @@ fn serve_flags() -> Vec<String> {
 /// (`conf_env`: with either, Java's defaults underneath), then the flags.
 fn settings(args: ServeArgs) -> Result<(BookieConfig, conf_env::Sources), String> {
     let env = conf_env::properties(std::env::vars_os())?;
+    let mut warnings = Vec::new();
     let file = match &args.conf {
-        Some(path) => Some((path.clone(), conf::read(path)?)),
+        Some(path) => {
+            let read = conf::read(path)?;
+            warnings.extend(conf::read_warnings(&read, path));
+            Some((path.clone(), read.properties))
+        }
         None => None,
     };
     let conf_mode = file.is_some() || !env.is_empty();
     let mut sources = conf_env::Sources {
         file,
         env,
-        ignored: Vec::new(),
+        warnings,
+        ..Default::default()
     };
     let (mut c, write_cache_total) = if conf_mode {
         let file_props = sources
@@ -333,6 +351,8 @@ fn settings(args: ServeArgs) -> Result<(BookieConfig, conf_env::Sources), String
             None => format!("configuration: {e}"),
         })?;
         sources.ignored = applied.ignored;
+        sources.unknown = applied.unknown;
+        sources.warnings.extend(applied.warnings);
         (c, applied.write_cache_total_bytes)
     } else {
         (BookieConfig::default(), None)

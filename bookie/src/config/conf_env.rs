@@ -15,7 +15,8 @@ use std::ffi::OsString;
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use crate::config::conf::Property;
+use crate::config::conf::origin;
+use crate::config::properties::Property;
 use crate::config::BookieConfig;
 
 pub const PREFIX: &str = "BK_";
@@ -46,6 +47,7 @@ pub fn properties(
             key: key.to_string(),
             value,
             line: 0,
+            file: None,
         });
     }
     out.sort_by(|a, b| a.key.cmp(&b.key));
@@ -70,8 +72,12 @@ pub struct Sources {
     pub file: Option<(PathBuf, Vec<Property>)>,
     /// The `BK_<key>` variables.
     pub env: Vec<Property>,
-    /// Keys (`BK_<key>` for variables) this bookie does not use.
+    /// Keys (`BK_<key>` for variables) this bookie knows and does not need.
     pub ignored: Vec<String>,
+    /// Keys no bookie knows.
+    pub unknown: Vec<String>,
+    /// Warnings about the file and the keys (`conf::Applied::warnings`).
+    pub warnings: Vec<String>,
 }
 
 /// `bookie serve --print-config`: every key set, its value and where it came from (a file's
@@ -93,7 +99,7 @@ pub fn describe(sources: &Sources, flags: &[String], config: &BookieConfig) -> S
             continue;
         }
         let f = file_name.as_deref().unwrap_or("file");
-        keys.push((p, format!("{f} line {}", p.line)));
+        keys.push((p, format!("{f} {}", origin(p))));
     }
     for e in &sources.env {
         let mut from = origin(e);
@@ -103,16 +109,11 @@ pub fn describe(sources: &Sources, flags: &[String], config: &BookieConfig) -> S
         }
         keys.push((e, from));
     }
-    let ignored = |p: &Property| {
-        sources.ignored.contains(&p.key)
-            || (p.line == 0 && sources.ignored.contains(&format!("{PREFIX}{}", p.key)))
-    };
     let _ = writeln!(out, "# keys set ({}):", keys.len());
     for (p, from) in &keys {
-        let note = if ignored(p) {
-            "; ignored: not used by this bookie"
-        } else {
-            ""
+        let note = match crate::config::keys::lookup(&p.key) {
+            Some(k) => format!("; {}", crate::config::keys::fate_note(k)),
+            None => "; unknown: no bookie reads it".to_string(),
         };
         let _ = writeln!(out, "{}={}    # {from}{note}", p.key, p.value);
     }
@@ -130,15 +131,6 @@ pub fn describe(sources: &Sources, flags: &[String], config: &BookieConfig) -> S
         let _ = writeln!(out, "#   {line}");
     }
     out
-}
-
-/// Where a property came from, for messages and `--print-config`.
-pub fn origin(p: &Property) -> String {
-    if p.line == 0 {
-        format!("environment variable {PREFIX}{}", p.key)
-    } else {
-        format!("line {}", p.line)
-    }
 }
 
 #[cfg(test)]
@@ -194,17 +186,20 @@ mod tests {
                 key: "bookiePort".into(),
                 value: "3181".into(),
                 line: 4,
+                file: None,
             },
             Property {
                 key: "zkServers".into(),
                 value: "a:2181".into(),
                 line: 9,
+                file: None,
             },
         ];
         let env = vec![Property {
             key: "bookiePort".into(),
             value: "4181".into(),
             line: 0,
+            file: None,
         }];
         let merged = merge(file, env);
         let got: Vec<(&str, &str)> = merged

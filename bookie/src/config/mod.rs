@@ -4,6 +4,10 @@
 
 pub mod conf;
 pub mod conf_env;
+pub mod keys;
+pub mod keys_table;
+pub mod properties;
+pub mod values;
 
 use std::path::PathBuf;
 
@@ -99,8 +103,10 @@ pub struct BookieConfig {
     pub tls: crate::security::tls::TlsConfig,
     /// Authentication (`bookieAuthProviderFactoryClass`, `authorizedRoles`; `security/auth.rs`).
     pub auth: crate::security::auth::AuthConfig,
-    /// The bk_server.conf keys and `BK_<key>` variables as given (the last of a key wins), for
-    /// `GET /api/v1/config/server_config`.
+    /// `permittedStartupUsers`: when set, the only users the bookie starts as.
+    pub permitted_startup_users: Option<Vec<String>>,
+    /// The bk_server.conf keys and `BK_<key>` variables as given (the first value of a key
+    /// given twice, as Java reads it), for `GET /api/v1/config/server_config`.
     pub properties: std::collections::BTreeMap<String, String>,
 }
 
@@ -310,8 +316,6 @@ pub struct ClusterConfig {
     pub zk_ledgers_root_path: String,
     /// `zkTimeout` (10 s): ZooKeeper session timeout.
     pub zk_timeout: Duration,
-    /// `zkEnableSecurity` (false).
-    pub zk_enable_security: bool,
     /// `ledgerManagerFactoryClass` / `ledgerManagerType` (legacy).
     pub ledger_manager_factory_class: Option<String>,
     pub ledger_manager_type: Option<String>,
@@ -345,7 +349,6 @@ impl Default for ClusterConfig {
             zk_servers: None,
             zk_ledgers_root_path: "/ledgers".into(),
             zk_timeout: Duration::from_secs(10),
-            zk_enable_security: false,
             ledger_manager_factory_class: None,
             ledger_manager_type: None,
             bookie_id: None,
@@ -442,6 +445,7 @@ impl Default for BookieConfig {
             java_storage: JavaStorageConfig::default(),
             tls: crate::security::tls::TlsConfig::default(),
             auth: crate::security::auth::AuthConfig::default(),
+            permitted_startup_users: None,
             properties: Default::default(),
         }
     }

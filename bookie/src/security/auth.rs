@@ -31,6 +31,8 @@ pub const BOOKIE_AUTHZ_PLUGIN: &str = "BookieAuthZFactory";
 pub const SASL_FACTORY: &str = "org.apache.bookkeeper.sasl.SASLBookieAuthProviderFactory";
 
 /// The bk_server.conf keys read into [`AuthConfig`].
+/// The keys this module sets (the registry, `config/keys_table.rs`, routes them here).
+#[cfg(test)]
 pub const CONF_KEYS: &[&str] = &["bookieAuthProviderFactoryClass", "authorizedRoles"];
 
 /// `bookieAuthProviderFactoryClass` and `authorizedRoles`, as written.
@@ -42,7 +44,7 @@ pub struct AuthConfig {
 }
 
 impl AuthConfig {
-    /// Sets one of [`CONF_KEYS`].
+    /// Sets one of its keys.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let v = value.trim();
         match key {

@@ -35,6 +35,8 @@ pub struct HttpTlsConfig {
 }
 
 /// The bk_server.conf keys read into [`HttpTlsConfig`].
+/// The keys this module sets (the registry, `config/keys_table.rs`, routes them here).
+#[cfg(test)]
 pub const CONF_KEYS: &[&str] = &[
     "httpServerTlsEnable",
     "httpServerKeyStorePath",
@@ -44,7 +46,7 @@ pub const CONF_KEYS: &[&str] = &[
 ];
 
 impl HttpTlsConfig {
-    /// Sets one of [`CONF_KEYS`] from its text; the error says what is wrong with the value.
+    /// Sets one of its keys from its text; the error says what is wrong with the value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let v = value.trim();
         let path = || Some(v).filter(|v| !v.is_empty()).map(PathBuf::from);

@@ -95,6 +95,8 @@ impl Default for TlsConfig {
 }
 
 /// The bk_server.conf keys read into [`TlsConfig`].
+/// The keys this module sets (the registry, `config/keys_table.rs`, routes them here).
+#[cfg(test)]
 pub const CONF_KEYS: &[&str] = &[
     "tlsProviderFactoryClass",
     "tlsProvider",
@@ -132,7 +134,7 @@ impl TlsConfig {
         self.provider_factory_class.is_some()
     }
 
-    /// Sets one of [`CONF_KEYS`] from its text; the error says what is wrong with the value.
+    /// Sets one of its keys from its text; the error says what is wrong with the value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let v = value.trim();
         match key {

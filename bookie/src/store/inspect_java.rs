@@ -29,36 +29,25 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn storage_class(props: &[conf::Property]) -> String {
-    let sorted_enabled = props
-        .iter()
-        .rev()
-        .find(|p| p.key == "sortedLedgerStorageEnabled")
-        .is_none_or(|p| p.value.trim() != "false");
-    match props
-        .iter()
-        .rev()
-        .find(|p| p.key == "ledgerStorageClass")
-        .map(|p| p.value.trim().to_string())
-    {
-        Some(c) if !c.is_empty() => c,
-        _ if sorted_enabled => "org.apache.bookkeeper.bookie.SortedLedgerStorage".into(),
+/// The class a Java bookie with these settings runs (its default: SortedLedgerStorage, or
+/// InterleavedLedgerStorage with `sortedLedgerStorageEnabled=false`).
+fn storage_class(j: &crate::config::JavaStorageConfig) -> String {
+    match j.ledger_storage_class.as_deref().map(str::trim) {
+        Some(c) if !c.is_empty() => c.to_string(),
+        _ if !j.sorted_disabled => "org.apache.bookkeeper.bookie.SortedLedgerStorage".into(),
         _ => "org.apache.bookkeeper.bookie.InterleavedLedgerStorage".into(),
     }
 }
 
-/// Reads the directories a Java configuration names.
+/// Reads the directories a Java configuration names, as Java reads the file.
 pub fn java_dirs(conf_path: &Path) -> Result<(JavaDirs, String, bool), String> {
-    let props = conf::read(conf_path)?;
+    let read = conf::read(conf_path)?;
     let mut c = conf::conf_defaults();
-    conf::apply(&props, &mut c).map_err(|e| format!("{}: {e}", conf_path.display()))?;
-    let skip_invalid = props
-        .iter()
-        .rev()
-        .find(|p| p.key == "skipReplayJournalInvalidRecord")
-        .is_some_and(|p| p.value.trim() == "true");
+    conf::apply(&read.properties, &mut c).map_err(|e| format!("{}: {e}", conf_path.display()))?;
+    let class = storage_class(&c.java_storage);
+    let skip_invalid = c.java_storage.skip_invalid_journal_records;
     let dirs = JavaDirs::new(c.journal_dirs, c.ledger_dirs, c.index_dirs);
-    Ok((dirs, storage_class(&props), skip_invalid))
+    Ok((dirs, class, skip_invalid))
 }
 
 pub fn run(
@@ -262,8 +251,10 @@ pub fn run(
 mod tests {
     use super::*;
 
-    fn props(text: &str) -> Vec<conf::Property> {
-        conf::parse_properties(text).unwrap()
+    fn props(text: &str) -> crate::config::JavaStorageConfig {
+        let mut c = conf::conf_defaults();
+        conf::apply(&conf::parse_properties(text).unwrap(), &mut c).unwrap();
+        c.java_storage
     }
 
     #[test]
