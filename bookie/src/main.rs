@@ -64,6 +64,26 @@ enum Command {
     Metaformat(MetaArgs),
     /// List the registered bookies (writable and read-only).
     Listbookies(MetaArgs),
+    /// Print the cluster's instance id; fails while the cluster is not initialised (Java's
+    /// `bookkeeper shell whatisinstanceid`).
+    Whatisinstanceid(MetaArgs),
+    /// Empty the bookie's journal, ledger and index directories (Java's `bookkeeper shell
+    /// bookieformat [-nonInteractive] [-force] [-deleteCookie]`).
+    Bookieformat {
+        /// A bk_server.conf.
+        #[arg(long, short = 'c')]
+        conf: PathBuf,
+        /// -nonInteractive (-n), -force (-f), -deleteCookie (-d), as Java spells them.
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        flags: Vec<String>,
+    },
+    /// Rewrite configuration files from the environment, as the Pulsar image's
+    /// `bin/apply-config-from-env.py [--prefix P] FILE...` does (deploy/pulsar/).
+    #[command(name = "apply-config-from-env")]
+    ApplyConfigFromEnv {
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        args: Vec<String>,
+    },
     /// The whole-bookie simulator (developers; `scripts/vopr`): seeds of a simulated bookie
     /// and its clients on a simulated disk, every reply checked.
     #[command(hide = true)]
@@ -218,6 +238,11 @@ fn main() -> ExitCode {
         Some(Command::Initnewcluster(a)) => return meta_command("initnewcluster", &a),
         Some(Command::Metaformat(a)) => return meta_command("metaformat", &a),
         Some(Command::Listbookies(a)) => return meta_command("listbookies", &a),
+        Some(Command::Whatisinstanceid(a)) => return meta_command("whatisinstanceid", &a),
+        Some(Command::Bookieformat { conf, flags }) => bookieformat(&conf, &flags),
+        Some(Command::ApplyConfigFromEnv { args }) => {
+            config::pulsar_env::main(&args).map_err(cluster::Failure::from)
+        }
         Some(Command::Sim(args)) => sim::cli::main(args).map_err(cluster::Failure::from),
         Some(Command::Inspect { what }) => match what {
             Inspect::Journal { dir } => dir_audit::check_inspect_dir(&dir)
@@ -271,19 +296,36 @@ fn exit_with_parent() -> Result<(), cluster::Failure> {
     Ok(())
 }
 
-/// `bookie initnewcluster|metaformat|listbookies --conf FILE`: `metadata::cli` with the
-/// metadata keys of the conf file.
-fn meta_command(cmd: &str, args: &MetaArgs) -> ExitCode {
+/// The settings of a conf file and the `BK_<key>` variables over it, as `bookie serve` reads
+/// them (for the commands that take `--conf`).
+fn conf_settings(path: &std::path::Path) -> Result<BookieConfig, String> {
     let mut c = conf::conf_defaults();
-    // The file, then the `BK_<key>` variables over it, as `bookie serve` reads them.
-    let loaded = conf::read(&args.conf).and_then(|file| {
-        let props = conf_env::merge(file.properties, conf_env::properties(std::env::vars_os())?);
-        conf::apply(&props, &mut c).map_err(|e| format!("{}: {e}", args.conf.display()))
-    });
-    if let Err(e) = loaded {
-        log::error!("{e}");
-        return ExitCode::from(metadata::EXIT_INVALID_CONF as u8);
+    let file = conf::read(path)?;
+    let props = conf_env::merge(file.properties, conf_env::properties(std::env::vars_os())?);
+    conf::apply(&props, &mut c).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(c)
+}
+
+/// `bookie bookieformat --conf FILE [-nonInteractive] [-force] [-deleteCookie]`.
+fn bookieformat(conf: &std::path::Path, flags: &[String]) -> Result<(), cluster::Failure> {
+    let flags = store::format::Flags::parse(flags)?;
+    let c = conf_settings(conf)?;
+    match store::format::run(&c, &flags)? {
+        true => Ok(()),
+        false => Err(cluster::Failure::from("bookie format aborted".to_string())),
     }
+}
+
+/// `bookie initnewcluster|metaformat|listbookies|whatisinstanceid --conf FILE`:
+/// `metadata::cli` with the metadata keys of the conf file.
+fn meta_command(cmd: &str, args: &MetaArgs) -> ExitCode {
+    let c = match conf_settings(&args.conf) {
+        Ok(c) => c,
+        Err(e) => {
+            log::error!("{e}");
+            return ExitCode::from(metadata::EXIT_INVALID_CONF as u8);
+        }
+    };
     let k = |key: &str| cluster::conf_key(&c.cluster, key);
     let mut argv: Vec<String> = match (k("metadataServiceUri"), k("zkServers")) {
         (Some(uri), _) => vec!["--uri".into(), uri],

@@ -4,7 +4,7 @@
 //! ```text
 //! bk-metadata [--uri zk+hierarchical://127.0.0.1:2181/ledgers | --zk HOSTS [--root /ledgers]]
 //!             [--timeout-ms N]
-//!             initnewcluster | metaformat | listbookies | listledgers
+//!             initnewcluster | metaformat | listbookies | whatisinstanceid | listledgers
 //!             | createledgers ID... | deleteledgers ID...
 //! ```
 //!
@@ -61,6 +61,9 @@ enum Cmd {
     Metaformat,
     /// List the registered bookies (writable and read-only).
     Listbookies,
+    /// Print the cluster's instance id (exit 0), or fail when the cluster is not initialised
+    /// (`bookkeeper shell whatisinstanceid`, which the Pulsar chart's init containers wait on).
+    Whatisinstanceid,
     /// List the ledger ids that have metadata.
     Listledgers,
     /// Create placeholder metadata znodes for these ledger ids.
@@ -135,6 +138,17 @@ async fn exec(cfg: &MetadataConfig, cmd: &Cmd) -> Result<()> {
             for b in &l.read_only {
                 println!("{b}");
             }
+        }
+        Cmd::Whatisinstanceid => {
+            let id = cluster::read_instance_id(&zk, cfg)
+                .await?
+                .ok_or_else(|| MetaError::ClusterNotInitialized(cfg.ledgers_root.clone()))?;
+            println!(
+                "Metadata Service Uri: zk+{}://{}{} InstanceId: {id}",
+                cfg.layout.scheme_name(),
+                cfg.zk_servers.replace(',', ";"),
+                cfg.ledgers_root
+            );
         }
         Cmd::Listledgers => {
             for id in ledgers::live_ledgers(&zk, cfg, None).await? {

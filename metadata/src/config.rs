@@ -5,7 +5,7 @@
 //! `bookiePort`, `allowLoopback`), with the same precedence and defaults as Java
 //! (`AbstractConfiguration.getMetadataServiceUri`, `ZKMetadataDriverBase`, `BookieImpl.getBookieId`).
 
-use std::net::{IpAddr, Ipv4Addr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use crate::error::{MetaError, Result};
@@ -27,6 +27,18 @@ pub enum UriLayout {
     LongHierarchical,
     /// `zk+flat://` (legacy)
     Flat,
+}
+
+impl UriLayout {
+    /// The scheme's layout part, as Java prints a URI (`zk+null://` for "from ZooKeeper").
+    pub fn scheme_name(self) -> &'static str {
+        match self {
+            UriLayout::FromZk => "null",
+            UriLayout::Hierarchical => "hierarchical",
+            UriLayout::LongHierarchical => "longhierarchical",
+            UriLayout::Flat => "flat",
+        }
+    }
 }
 
 /// Where the cluster metadata lives and who we are in it.
@@ -144,7 +156,8 @@ pub struct BookieIdConfig {
     pub use_host_name_as_bookie_id: bool,
     /// `useShortHostName` (default false).
     pub use_short_host_name: bool,
-    /// `listeningInterface` (e.g. `eth0`); unset = the default route's interface.
+    /// `listeningInterface` (e.g. `eth0`); unset = Java's default host (the host name's
+    /// canonical name, resolved).
     pub listening_interface: Option<String>,
     /// `bookiePort` (default 3181).
     pub bookie_port: u16,
@@ -239,7 +252,7 @@ fn is_loopback_host(host: &str) -> bool {
 
 /// The address `listeningInterface` names: an address as written (the bookie listens on it,
 /// so it is what clients reach), an interface's IPv4 address, or, unset or `0.0.0.0` (every
-/// address), the address of the default route's interface.
+/// address), the address Java takes by default ([`java_default_host_ip`]).
 fn interface_ip(name: Option<&str>) -> Result<IpAddr> {
     let mut name = name;
     if let Some(ip) = name.and_then(|n| n.trim().parse::<IpAddr>().ok()) {
@@ -252,17 +265,49 @@ fn interface_ip(name: Option<&str>) -> Result<IpAddr> {
         Some(n) => interface_ipv4(n).map(IpAddr::V4).ok_or_else(|| {
             MetaError::Config(format!("listeningInterface {n:?} has no IPv4 address"))
         }),
-        None => {
-            // The address the kernel would use towards a public address; nothing is sent.
-            let probe = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))
-                .and_then(|s| s.connect((Ipv4Addr::new(192, 0, 2, 1), 9)).map(|_| s))
-                .and_then(|s| s.local_addr());
-            match probe {
-                Ok(a) if !a.ip().is_unspecified() => Ok(a.ip()),
-                _ => Ok(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-            }
-        }
+        None => java_default_host_ip(),
     }
+}
+
+/// The address a Java bookie takes with no `listeningInterface` (`"default"`):
+/// `DNS.getDefaultHost` is `InetAddress.getLocalHost().getCanonicalHostName()` — the host
+/// name resolved, then reverse-resolved (kept only if it resolves back to that address) — and
+/// `BookieImpl.getBookieAddress` resolves that name again. IPv4 first, as the bookie's scripts
+/// run Java with `preferIPv4Stack`. A host name that does not resolve is `localhost`, as Java
+/// falls back to.
+fn java_default_host_ip() -> Result<IpAddr> {
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into());
+    let local = resolve_first(&host)
+        .or_else(|| resolve_first("localhost"))
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let canonical = match canonical_host_name(local) {
+        Ok(name) if resolve_all(&name).contains(&local) => name,
+        _ => local.to_string(),
+    };
+    resolve_first(&canonical).ok_or_else(|| {
+        MetaError::Config(format!(
+            "unable to resolve the default host name {canonical} (of host {host}); set \
+             advertisedAddress or listeningInterface"
+        ))
+    })
+}
+
+/// Every address `name` resolves to (the C library's resolver: /etc/hosts, DNS), IPv4 first.
+fn resolve_all(name: &str) -> Vec<IpAddr> {
+    use std::net::ToSocketAddrs;
+    let mut all: Vec<IpAddr> = (name, 0)
+        .to_socket_addrs()
+        .map(|it| it.map(|a| a.ip()).collect())
+        .unwrap_or_default();
+    all.sort_by_key(|ip| !ip.is_ipv4()); // stable: resolver order within each family
+    all
+}
+
+fn resolve_first(name: &str) -> Option<IpAddr> {
+    resolve_all(name).into_iter().next()
 }
 
 fn interface_ipv4(name: &str) -> Option<Ipv4Addr> {

@@ -7,6 +7,7 @@ pub mod conf_env;
 pub mod keys;
 pub mod keys_table;
 pub mod properties;
+pub mod pulsar_env;
 pub mod values;
 
 use std::path::PathBuf;

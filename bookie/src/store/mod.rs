@@ -3,6 +3,7 @@
 //! of the directories (lock, audit, journal recovery and space).
 
 pub mod dir_audit;
+pub mod format;
 pub mod inspect;
 pub mod inspect_java;
 pub mod journal_recovery;

@@ -91,6 +91,31 @@ public abstract class Bookie {
 
     protected abstract List<String> command() throws IOException;
 
+    /**
+     * The text of {@link #confFile()}: the harness's keys ({@link #conf()} and {@link #extraConf});
+     * null when the bookie's configuration is written by other means (a stock file, an image).
+     */
+    protected String confText() throws IOException {
+        Map<String, String> c = conf();
+        c.putAll(extraConf);
+        StringBuilder sb = new StringBuilder("# written by the interop harness for " + name + "\n");
+        c.forEach((k, v) -> sb.append(k).append('=').append(v).append('\n'));
+        return sb.toString();
+    }
+
+    /** Called at each launch before the configuration is written (an image's file tree). */
+    protected void prepare() throws IOException {
+    }
+
+    /** The process's working directory. */
+    protected Path workDir() {
+        return dir;
+    }
+
+    /** Sets the process's environment (inherited from the harness unless changed here). */
+    protected void environment(Map<String, String> env) throws IOException {
+    }
+
     /** Writes the conf and starts the process (does not wait for registration). */
     public synchronized void launch() throws IOException {
         if (proc != null && proc.isAlive()) {
@@ -103,16 +128,17 @@ public abstract class Bookie {
         Files.createDirectories(dir.resolve("journal"));
         Files.createDirectories(dir.resolve("ledgers"));
         Files.createDirectories(dir.resolve("tmp"));
-        Map<String, String> c = conf();
-        c.putAll(extraConf);
-        StringBuilder sb = new StringBuilder("# written by the interop harness for " + name + "\n");
-        c.forEach((k, v) -> sb.append(k).append('=').append(v).append('\n'));
-        Files.writeString(confFile(), sb.toString());
+        prepare();
+        String text = confText();
+        if (text != null) {
+            Files.writeString(confFile(), text, StandardCharsets.ISO_8859_1);
+        }
         Files.createDirectories(log().getParent());
         Files.writeString(log(), "==== start " + java.time.Instant.now() + "\n", StandardCharsets.UTF_8,
                 java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
         ProcessBuilder pb = new ProcessBuilder(command());
-        pb.directory(dir.toFile());
+        pb.directory(workDir().toFile());
+        environment(pb.environment());
         proc = Procs.start(pb, log(), cluster.runDir.resolve("pids").resolve(name + ".pid"));
         expectUp = true;
     }

@@ -33,12 +33,17 @@ public final class Cluster implements AutoCloseable {
     private final ZooKeeper zkc;
 
     public Cluster(String name) throws Exception {
+        this(name, "/it-" + name.toLowerCase());
+    }
+
+    /** A cluster whose ledgers root is {@code root} (a stock file's own, say: /ledgers). */
+    public Cluster(String name, String root) throws Exception {
         this.name = name;
         String ts = LocalDateTime.now().format(DateTimeFormatter.ofPattern("yyyyMMdd-HHmmss-SSS"));
         this.runDir = Settings.targetDir().resolve("runs").resolve(name + "-" + ts).toAbsolutePath();
         Files.createDirectories(runDir.resolve("logs"));
         this.zk = new Zk(runDir.resolve("zk"));
-        this.root = "/it-" + name.toLowerCase();
+        this.root = root;
         CountDownLatch connected = new CountDownLatch(1);
         this.zkc = new ZooKeeper(zk.servers(), 10_000, e -> {
             if (e.getState() == Watcher.Event.KeeperState.SyncConnected) {

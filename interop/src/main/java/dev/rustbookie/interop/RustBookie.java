@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Map;
 
 /** Our bookie: `bookie serve --conf FILE` (BOOKIE_BIN, BOOKIE_ARGS). */
-public final class RustBookie extends Bookie {
+public class RustBookie extends Bookie {
     public RustBookie(Cluster cluster, String name) {
         super(cluster, name);
     }
