@@ -77,6 +77,13 @@ enum Command {
         #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
         flags: Vec<String>,
     },
+    /// Print a conf file's keys as the Java bookie's `getStringArray` reads them (JSON: key to
+    /// elements, or to {"error": ...}); the interop tier compares it with Java's own reading.
+    #[command(name = "conf-view", hide = true)]
+    ConfView {
+        #[arg(long, short = 'c')]
+        conf: PathBuf,
+    },
     /// Rewrite configuration files from the environment, as the Pulsar image's
     /// `bin/apply-config-from-env.py [--prefix P] FILE...` does (deploy/pulsar/).
     #[command(name = "apply-config-from-env")]
@@ -240,6 +247,22 @@ fn main() -> ExitCode {
         Some(Command::Listbookies(a)) => return meta_command("listbookies", &a),
         Some(Command::Whatisinstanceid(a)) => return meta_command("whatisinstanceid", &a),
         Some(Command::Bookieformat { conf, flags }) => bookieformat(&conf, &flags),
+        Some(Command::ConfView { conf }) => conf::read(&conf)
+            .map(|read| {
+                let view: serde_json::Map<String, serde_json::Value> =
+                    conf::java_view(&read.properties)
+                        .into_iter()
+                        .map(|(k, v)| {
+                            let v = match v {
+                                Ok(list) => serde_json::json!(list),
+                                Err(e) => serde_json::json!({ "error": e }),
+                            };
+                            (k, v)
+                        })
+                        .collect();
+                println!("{}", serde_json::Value::Object(view));
+            })
+            .map_err(cluster::Failure::from),
         Some(Command::ApplyConfigFromEnv { args }) => {
             config::pulsar_env::main(&args).map_err(cluster::Failure::from)
         }

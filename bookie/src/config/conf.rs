@@ -141,11 +141,11 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
             .any(|e| e.key == "journalDirectories" && !e.first().is_empty()),
         ..Pending::default()
     };
-    let resolve = |name: &str| -> Option<String> {
+    let resolve = |name: &str| -> Option<Vec<String>> {
         entries
             .iter()
             .find(|e| e.key == name)
-            .map(|e| e.first().to_string())
+            .map(|e| e.elements.clone())
     };
     for e in &entries {
         config.properties.insert(e.key.clone(), e.raw.clone());
@@ -206,6 +206,25 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
     finish(config, &pending)?;
     applied.write_cache_total_bytes = pending.write_cache_total_bytes;
     Ok(applied)
+}
+
+/// A file's keys as Java's `getStringArray` returns them (split, interpolated), or the error a
+/// getter would throw: `bookie conf-view`, for the interop tier to compare with Java's.
+pub fn java_view(props: &[Property]) -> Vec<(String, Result<Vec<String>, String>)> {
+    let entries = entries(props);
+    let lookup = |name: &str| -> Option<Vec<String>> {
+        entries
+            .iter()
+            .find(|e| e.key == name)
+            .map(|e| e.elements.clone())
+    };
+    entries
+        .iter()
+        .map(|e| {
+            let v = values::interpolated_elements(&e.elements, &lookup);
+            (e.key.clone(), v)
+        })
+        .collect()
 }
 
 /// How a key is named in the lists of ignored and unknown keys.

@@ -154,13 +154,10 @@ pub struct V<'a> {
 impl<'a> V<'a> {
     pub fn new(
         entry: &'a Entry,
-        resolve: &dyn Fn(&str) -> Option<String>,
+        lookup_list: &dyn Fn(&str) -> Option<Vec<String>>,
     ) -> Result<V<'a>, String> {
-        let mut list = Vec::with_capacity(entry.elements.len());
-        for e in &entry.elements {
-            let v = values::interpolate(e, resolve).map_err(|why| invalid(entry, &why))?;
-            list.push(v);
-        }
+        let list = values::interpolated_elements(&entry.elements, lookup_list)
+            .map_err(|why| invalid(entry, &why))?;
         let first = list.first().cloned().unwrap_or_default();
         Ok(V { entry, first, list })
     }

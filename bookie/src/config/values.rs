@@ -78,6 +78,35 @@ pub fn elements(s: &str) -> Vec<String> {
     split_once(s).iter().flat_map(|e| split_once(e)).collect()
 }
 
+/// A key's elements as `getStringArray` returns them: each interpolated, and an element that is
+/// one `${key}` naming a list standing for that whole list (commons-configuration2).
+/// `lookup_list` gives another key's elements (uninterpolated).
+pub fn interpolated_elements(
+    elements: &[String],
+    lookup_list: &dyn Fn(&str) -> Option<Vec<String>>,
+) -> Result<Vec<String>, String> {
+    let first = |k: &str| lookup_list(k).and_then(|l| l.into_iter().next());
+    let mut out = Vec::with_capacity(elements.len());
+    for e in elements {
+        let whole = e
+            .strip_prefix("${")
+            .and_then(|r| r.strip_suffix('}'))
+            .filter(|name| !name.contains(['$', '{', '}', ':']));
+        match whole
+            .and_then(|name| lookup_list(name))
+            .filter(|l| l.len() > 1)
+        {
+            Some(list) => {
+                for x in &list {
+                    out.push(interpolate(x, &first)?);
+                }
+            }
+            None => out.push(interpolate(e, &first)?),
+        }
+    }
+    Ok(out)
+}
+
 /// Resolves `${…}` in `s`: twice, as commons-configuration2's conversion handler does.
 /// `lookup_key` gives another key's first element (uninterpolated), or `None`.
 pub fn interpolate(s: &str, lookup_key: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
@@ -336,6 +365,28 @@ mod tests {
             "loop" => Some("${loop}".into()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn a_variable_naming_a_list_is_the_list() {
+        let lists = |k: &str| match k {
+            "list1" => Some(vec!["a".to_string(), "b".to_string(), "c".to_string()]),
+            "one" => Some(vec!["x".to_string()]),
+            _ => None,
+        };
+        let el = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            interpolated_elements(&el(&["${list1}"]), &lists).unwrap(),
+            el(&["a", "b", "c"])
+        );
+        assert_eq!(
+            interpolated_elements(&el(&["p/${list1}"]), &lists).unwrap(),
+            el(&["p/a"])
+        );
+        assert_eq!(
+            interpolated_elements(&el(&["${one}", "z"]), &lists).unwrap(),
+            el(&["x", "z"])
+        );
     }
 
     #[test]
