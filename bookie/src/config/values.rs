@@ -92,10 +92,7 @@ pub fn interpolated_elements(
             .strip_prefix("${")
             .and_then(|r| r.strip_suffix('}'))
             .filter(|name| !name.contains(['$', '{', '}', ':']));
-        match whole
-            .and_then(|name| lookup_list(name))
-            .filter(|l| l.len() > 1)
-        {
+        match whole.and_then(lookup_list).filter(|l| l.len() > 1) {
             Some(list) => {
                 for x in &list {
                     out.push(interpolate(x, &first)?);
