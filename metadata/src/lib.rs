@@ -41,6 +41,7 @@ pub mod cookie;
 pub mod error;
 pub mod ledger_metadata;
 pub mod ledgers;
+pub mod pb;
 pub mod registration;
 pub mod service_info;
 pub mod underreplication;
