@@ -3,115 +3,19 @@
 //! `SKIPPED(zookeeper not installed)` and passes, unless `BOOKIE_REQUIRE_ZK=1`, which makes it
 //! fail. `ZK_JAR_DIR` (default `/usr/share/java`) is where `scripts/zk` looks for the jars.
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+use common::{cfg, until, Zk};
 
 use metadata::cluster::{self, LedgerLayout};
 use metadata::cookie::{self, Cookie, CookieDirs, CookieOptions, CookieOutcome};
 use metadata::ledgers;
 use metadata::zookeeper::{Acls, Client, CreateMode};
-use metadata::{zk, BookieServiceInfo, MetaError, MetadataConfig, RegState, Registration};
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/zk")
-}
-
-struct Zk {
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
-impl Zk {
-    /// Starts a server, or returns None (after printing SKIPPED) when ZooKeeper is missing.
-    fn start(test: &str) -> Option<Zk> {
-        let jars = std::env::var("ZK_JAR_DIR").unwrap_or_else(|_| "/usr/share/java".into());
-        let installed = Path::new(&jars).join("zookeeper.jar").exists()
-            && Command::new("java")
-                .arg("-version")
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false);
-        if !installed {
-            eprintln!("\n*** SKIPPED(zookeeper not installed): {test} — apt-get install -y zookeeper ***\n");
-            assert!(
-                std::env::var("BOOKIE_REQUIRE_ZK").as_deref() != Ok("1"),
-                "BOOKIE_REQUIRE_ZK=1 but ZooKeeper is not installed"
-            );
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let port = run_script("start", dir.path(), None);
-        Some(Zk { dir, port })
-    }
-
-    fn servers(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    fn stop(&self) {
-        run_script("stop", self.dir.path(), None);
-    }
-
-    fn restart(&self) {
-        self.outage(Duration::ZERO);
-    }
-
-    /// Stops the server for `down`, then starts it again with its data on the same port.
-    fn outage(&self, down: Duration) {
-        self.stop();
-        std::thread::sleep(down);
-        run_script("start", self.dir.path(), Some(self.port));
-    }
-}
-
-fn run_script(cmd: &str, dir: &Path, port: Option<u16>) -> u16 {
-    let mut c = Command::new("bash");
-    c.arg(script()).arg(cmd).arg(dir);
-    if let Some(p) = port {
-        c.arg(p.to_string());
-    }
-    let out = c.output().expect("run scripts/zk");
-    assert!(
-        out.status.success(),
-        "scripts/zk {cmd} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0)
-}
-
-impl Drop for Zk {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn cfg(zk: &Zk, root: &str, id: &str, timeout_ms: u64) -> MetadataConfig {
-    let mut c = MetadataConfig::for_cluster(&zk.servers(), root);
-    c.bookie_id = id.to_string();
-    c.session_timeout = Duration::from_millis(timeout_ms);
-    c.service_info = BookieServiceInfo::for_bookie("127.0.0.1", 3181, false, None);
-    c
-}
-
-async fn until<F, Fut>(what: &str, limit: Duration, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
+use metadata::{zk, BookieServiceInfo, MetaError, RegState, Registration};
 
 async fn owner(c: &Client, path: &str) -> Option<i64> {
     c.check_stat(path).await.unwrap().map(|s| s.ephemeral_owner)

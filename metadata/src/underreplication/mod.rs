@@ -1,3 +1,7 @@
+//! Java's ZooKeeper under-replication manager: the records of under-replicated ledgers, the
+//! locks of the workers replicating them, the auditor's election and settings ([`manager`],
+//! [`election`], [`records`]), and here the per-ledger lock as garbage collection takes it.
+//!
 //! The per-ledger lock of Java's ZooKeeper under-replication manager
 //! (`ZkLedgerUnderreplicationManager`): `<ledgersRoot>/underreplication/locks/urL%010d`, an
 //! ephemeral node. A replication worker holds it while it re-replicates a ledger; the
@@ -11,6 +15,10 @@
 //! being fine. The lock's data is `LockDataFormat` in text format with this host's name, as
 //! Java writes it (`bookieId: "<host>"`). The node is ephemeral: a bookie that dies while
 //! holding it releases it with its session.
+
+pub mod election;
+pub mod manager;
+pub mod records;
 
 use zookeeper_client::{Client, Error as ZkError};
 
