@@ -20,3 +20,7 @@ pub mod recover;
 pub mod schedule;
 pub mod settings;
 pub mod worker;
+pub mod worker_loop;
+
+#[cfg(test)]
+mod sim;
