@@ -114,6 +114,30 @@ pub async fn check<C: Cluster>(
     registered: &Registered,
     percentage: u32,
 ) -> Vec<Fragment> {
+    check_forcing(
+        cluster,
+        ledger,
+        md,
+        lac,
+        registered,
+        percentage,
+        &BTreeSet::new(),
+    )
+    .await
+}
+
+/// [`check`], with the bookies of `forced` counted bad wherever they are (an operator's
+/// recovery of a bookie's data, as `BookKeeperAdmin.recoverBookieData` moves it off a live
+/// bookie too).
+pub async fn check_forcing<C: Cluster>(
+    cluster: &C,
+    ledger: u64,
+    md: &LedgerMetadata,
+    lac: i64,
+    registered: &Registered,
+    percentage: u32,
+    forced: &BTreeSet<String>,
+) -> Vec<Fragment> {
     let e = md.ensemble_size as usize;
     let w = md.write_quorum_size as usize;
     let (mut frags, probe_last) = spans(md, lac);
@@ -140,7 +164,7 @@ pub async fn check<C: Cluster>(
         for idx in 0..e {
             let bookie = &f.ensemble[idx];
             let entries = probes(idx, f.first, f.last, e, w, percentage);
-            if !registered.is_available(bookie) {
+            if forced.contains(bookie) || !registered.is_available(bookie) {
                 f.bad.insert(idx);
                 continue;
             }

@@ -14,6 +14,7 @@ pub mod auditor;
 pub mod copy;
 pub mod entry;
 pub mod fragments;
+pub mod live;
 pub mod placement;
 pub mod port;
 pub mod recover;

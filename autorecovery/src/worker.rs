@@ -17,7 +17,7 @@ use metadata::ledger_metadata::{LedgerMetadata, WriteOutcome};
 
 use crate::copy::{copy_fragment, CopyStats, Plan, Throttle};
 use crate::entry::master_key;
-use crate::fragments::{check, read_lac, Fragment};
+use crate::fragments::{check_forcing, read_lac, Fragment};
 use crate::placement::{Placement, Rng};
 use crate::port::{Cluster, Registered};
 use crate::settings::Settings;
@@ -58,6 +58,17 @@ pub async fn replicate<C: Cluster>(
     settings: &Settings,
     rng: &mut Rng,
 ) -> Outcome {
+    replicate_forcing(c, ledger, settings, rng, &BTreeSet::new()).await
+}
+
+/// [`replicate`], moving the copies of the bookies of `forced` as if they were lost.
+pub async fn replicate_forcing<C: Cluster>(
+    c: &C,
+    ledger: u64,
+    settings: &Settings,
+    rng: &mut Rng,
+    forced: &BTreeSet<String>,
+) -> Outcome {
     let v = match c.read_ledger(ledger).await {
         Ok(Some(v)) => v,
         Ok(None) => return Outcome::Deleted,
@@ -69,13 +80,14 @@ pub async fn replicate<C: Cluster>(
         Err(e) => return Outcome::Failed(e),
     };
     let lac = read_lac(c, ledger, &md).await;
-    let frags = check(
+    let frags = check_forcing(
         c,
         ledger,
         &md,
         lac,
         &registered,
         settings.verification_percentage,
+        forced,
     )
     .await;
     let racks = if settings.pulsar_racks {
@@ -126,13 +138,14 @@ pub async fn replicate<C: Cluster>(
         Err(e) => return Outcome::Failed(e),
     };
     let lac = read_lac(c, ledger, &v.metadata).await;
-    let left = check(
+    let left = check_forcing(
         c,
         ledger,
         &v.metadata,
         lac,
         &registered,
         settings.verification_percentage,
+        forced,
     )
     .await;
     if left.is_empty() {

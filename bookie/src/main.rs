@@ -16,6 +16,7 @@
 #![deny(unsafe_code)]
 
 mod admin;
+mod autorecovery;
 mod config;
 mod conn;
 mod gc;
@@ -76,6 +77,16 @@ enum Command {
         /// -nonInteractive (-n), -force (-f), -deleteCookie (-d), as Java spells them.
         #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
         flags: Vec<String>,
+    },
+    /// Run autorecovery alone, as Java's `bookkeeper autorecovery` (AutoRecoveryMain): an
+    /// auditor candidate and a replication worker on the conf's metadata store, until SIGTERM.
+    Autorecovery {
+        /// A bk_server.conf.
+        #[arg(long, short = 'c')]
+        conf: PathBuf,
+        /// Run only the auditor candidate, or only the worker (for pairing with Java's).
+        #[arg(long, value_parser = ["both", "auditor", "worker"], default_value = "both", hide = true)]
+        role: String,
     },
     /// Print a conf file's keys as the Java bookie's `getStringArray` reads them (JSON: key to
     /// elements, or to {"error": ...}); the interop tier compares it with Java's own reading.
@@ -247,6 +258,7 @@ fn main() -> ExitCode {
         Some(Command::Listbookies(a)) => return meta_command("listbookies", &a),
         Some(Command::Whatisinstanceid(a)) => return meta_command("whatisinstanceid", &a),
         Some(Command::Bookieformat { conf, flags }) => bookieformat(&conf, &flags),
+        Some(Command::Autorecovery { conf, role }) => run_autorecovery(&conf, &role),
         Some(Command::ConfView { conf }) => conf::read(&conf)
             .map(|read| {
                 let view: serde_json::Map<String, serde_json::Value> =
@@ -327,6 +339,40 @@ fn conf_settings(path: &std::path::Path) -> Result<BookieConfig, String> {
     let props = conf_env::merge(file.properties, conf_env::properties(std::env::vars_os())?);
     conf::apply(&props, &mut c).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(c)
+}
+
+/// `bookie autorecovery --conf FILE`: the daemon until SIGTERM or SIGINT.
+fn run_autorecovery(conf: &std::path::Path, role: &str) -> Result<(), cluster::Failure> {
+    use ::autorecovery::live::daemon::{Daemon, Role};
+    let c = conf_settings(conf)?;
+    if !c.cluster.has_metadata_store() {
+        return Err(cluster::Failure::from(format!(
+            "{}: autorecovery needs metadataServiceUri or zkServers",
+            conf.display()
+        )));
+    }
+    let role = match role {
+        "auditor" => Role::AuditorOnly,
+        "worker" => Role::WorkerOnly,
+        _ => Role::Both,
+    };
+    let daemon = Daemon::start(crate::autorecovery::daemon_config(&c, role)?)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| cluster::Failure::from(format!("tokio runtime: {e}")))?;
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| cluster::Failure::from(format!("SIGTERM handler: {e}")))?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        Ok::<(), cluster::Failure>(())
+    })?;
+    log::info!("autorecovery: stopping");
+    daemon.stop();
+    Ok(())
 }
 
 /// `bookie bookieformat --conf FILE [-nonInteractive] [-force] [-deleteCookie]`.

@@ -186,6 +186,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
     }
     drop(ready_tx);
     let mut exit_code = 1;
+    let mut autorecovery: Option<autorecovery::live::daemon::Daemon> = None;
     // Twice from each shard: journal replayed, then listening.
     let mut failure = wait_for_shards(&ready_rx, shards).err();
     if failure.is_none() {
@@ -251,6 +252,7 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             metrics: metrics.clone(),
             shards: peers.clone(),
             gc: gc_trigger.clone(),
+            autorecovery: autorecovery_routes(&config),
         }) {
             Ok(endpoints) => http = endpoints,
             Err(e) => failure = Some(e),
@@ -276,8 +278,9 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             // Registers, then follows `state.subscribe()`.
             Some(cp) => cp.register(state.clone()),
         };
-        match registered {
-            Ok(()) => {
+        match registered.and_then(|()| crate::autorecovery::start(&config)) {
+            Ok(daemon) => {
+                autorecovery = daemon;
                 if let Some(why) = signals.wait(&state) {
                     failure = Some(why);
                 }
@@ -290,6 +293,9 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         log::info!("stopping: flushing journals");
     }
     state.set_shutting_down();
+    if let Some(d) = autorecovery.take() {
+        d.stop();
+    }
     // Unregister before the shards stop serving.
     if let Some(cp) = control.take() {
         if cp.exit_code() != 0 {
@@ -319,6 +325,20 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// The autorecovery admin routes (cluster mode only).
+fn autorecovery_routes(
+    config: &BookieConfig,
+) -> Option<Arc<crate::autorecovery::routes::AutorecoveryRoutes>> {
+    if !config.cluster.has_metadata_store() {
+        return None;
+    }
+    let daemon =
+        crate::autorecovery::daemon_config(config, autorecovery::live::daemon::Role::Both).ok()?;
+    Some(Arc::new(
+        crate::autorecovery::routes::AutorecoveryRoutes::new(daemon.metadata, daemon.settings),
+    ))
 }
 
 /// One report from each of `shards` shards; the first error if any failed.

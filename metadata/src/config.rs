@@ -276,6 +276,19 @@ fn interface_ip(name: Option<&str>) -> Result<IpAddr> {
 /// run Java with `preferIPv4Stack`. A host name that does not resolve is `localhost`, as Java
 /// falls back to.
 fn java_default_host_ip() -> Result<IpAddr> {
+    let (host, canonical) = java_local_names();
+    resolve_first(&canonical).ok_or_else(|| {
+        MetaError::Config(format!(
+            "unable to resolve the default host name {canonical} (of host {host}); set \
+             advertisedAddress or listeningInterface"
+        ))
+    })
+}
+
+/// This host's name and its canonical name as Java's `InetAddress.getLocalHost()` and
+/// `getCanonicalHostName()` give them (the canonical name is the address itself when its
+/// reverse lookup does not lead back to it).
+fn java_local_names() -> (String, String) {
     let host = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
@@ -287,12 +300,13 @@ fn java_default_host_ip() -> Result<IpAddr> {
         Ok(name) if resolve_all(&name).contains(&local) => name,
         _ => local.to_string(),
     };
-    resolve_first(&canonical).ok_or_else(|| {
-        MetaError::Config(format!(
-            "unable to resolve the default host name {canonical} (of host {host}); set \
-             advertisedAddress or listeningInterface"
-        ))
-    })
+    (host, canonical)
+}
+
+/// Java's `DNS.getDefaultHost("default")`: the local host's canonical name (what a Java
+/// replication worker writes into the locks it takes).
+pub fn java_canonical_host_name() -> String {
+    java_local_names().1
 }
 
 /// Every address `name` resolves to (the C library's resolver: /etc/hosts, DNS), IPv4 first.

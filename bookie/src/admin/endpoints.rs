@@ -32,6 +32,7 @@ pub struct Sources {
     pub metrics: Arc<Metrics>,
     pub shards: Arc<Vec<ShardHandle>>,
     pub gc: Option<GcTrigger>,
+    pub autorecovery: Option<Arc<crate::autorecovery::routes::AutorecoveryRoutes>>,
 }
 
 impl Sources {
@@ -43,6 +44,11 @@ impl Sources {
             shards: self.shards.clone(),
             gc: if metrics_only { None } else { self.gc.clone() },
             metrics_only,
+            autorecovery: if metrics_only {
+                None
+            } else {
+                self.autorecovery.clone()
+            },
         }
     }
 }

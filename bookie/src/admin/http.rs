@@ -57,6 +57,8 @@ pub struct Admin {
     pub gc: Option<GcTrigger>,
     /// Serve `/metrics` alone (Java's Prometheus provider's own endpoint, `prometheusStats*`).
     pub metrics_only: bool,
+    /// `/api/v1/autorecovery/*` (cluster mode).
+    pub autorecovery: Option<Arc<crate::autorecovery::routes::AutorecoveryRoutes>>,
 }
 
 /// The running server: stop it by dropping or calling [`HttpServer::stop`].
@@ -317,6 +319,26 @@ async fn route(admin: &Admin, r: &Request) -> Response {
     let state = &admin.state;
     if admin.metrics_only && r.path != "/metrics" {
         return Response::text(404, "not found: this endpoint serves /metrics only\n");
+    }
+    if let Some(sub) = r.path.strip_prefix("/api/v1/autorecovery/") {
+        let Some(routes) = &admin.autorecovery else {
+            return Response::text(
+                404,
+                "autorecovery routes need a metadata store (cluster mode)\n",
+            );
+        };
+        if let Some((status, body, is_json)) = routes.route(&r.method, sub, &r.query, &r.body).await
+        {
+            return Response {
+                status,
+                content_type: if is_json {
+                    "application/json"
+                } else {
+                    "text/plain; charset=utf-8"
+                },
+                body: body.into_bytes(),
+            };
+        }
     }
     match r.path.as_str() {
         "/heartbeat" => Response::text(200, "OK\n"),

@@ -6,5 +6,6 @@ pub mod clock;
 pub mod cluster;
 pub mod endpoints;
 pub mod http;
+pub mod jackson;
 pub mod metrics;
 pub mod readonly;

@@ -186,7 +186,12 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
                     c: config,
                     pending: &mut pending,
                 };
-                set(&mut ctx, &v)?;
+                if let Err(e) = set(&mut ctx, &v) {
+                    if k.ty != keys::Ty::Lazy {
+                        return Err(e);
+                    }
+                    pending.lazy_errors.push(e);
+                }
             }
             Fate::Ignored { .. } => applied.ignored.push(shown),
             Fate::Unhonoured { ours, loses } => {
@@ -204,6 +209,16 @@ pub fn apply(props: &[Property], config: &mut BookieConfig) -> Result<Applied, S
         }
     }
     finish(config, &pending)?;
+    if let Some(e) = pending.lazy_errors.first() {
+        if config.autorecovery.enabled {
+            return Err(e.clone());
+        }
+        for e in &pending.lazy_errors {
+            applied.warnings.push(format!(
+                "{e} (read only by autorecovery, which is off: no effect)"
+            ));
+        }
+    }
     applied.write_cache_total_bytes = pending.write_cache_total_bytes;
     Ok(applied)
 }

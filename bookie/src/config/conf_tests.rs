@@ -446,11 +446,15 @@ fn the_stock_files_start_our_bookie() {
             );
             assert!(c.java_storage.is_db(), "{name}");
             assert_eq!(c.max_pending_per_connection, 10000, "{name}");
-            assert_eq!(a.warnings.len(), 1, "{name}: {:#?}", a.warnings);
+            assert!(a.warnings.is_empty(), "{name}: {:#?}", a.warnings);
             assert!(
-                a.warnings[0].starts_with("autoRecoveryDaemonEnabled=true"),
-                "{name}: {:?}",
-                a.warnings
+                c.autorecovery.enabled,
+                "{name}: Pulsar's file turns autorecovery on"
+            );
+            assert_eq!(c.autorecovery.settings.batch_entries, 100, "{name}");
+            assert!(
+                c.autorecovery.settings.pulsar_racks,
+                "{name}: Pulsar's rack mapping"
             );
             // Java's getLongVariableOrDefault: the empty sizes leave our defaults.
             assert_eq!(a.write_cache_total_bytes, None);
@@ -547,23 +551,23 @@ fn java_forms_and_interpolation() {
 #[test]
 fn unhonoured_keys_warn_on_their_own_line() {
     let (_, a) = conf(
-        "autoRecoveryDaemonEnabled=false\njournalSyncData=true\njournalWriteData=true\n\
+        "journalSyncData=true\njournalWriteData=true\n\
          persistBookieStatusEnabled=false\nzkEnableSecurity=false\nextraServerComponents=\n\
          dataIntegrityChecking=false\n",
     )
     .unwrap();
     assert!(a.warnings.is_empty(), "{:?}", a.warnings);
-    assert_eq!(a.ignored.len(), 7);
+    assert_eq!(a.ignored.len(), 6);
     let (_, a) = conf(
-        "autoRecoveryDaemonEnabled=true\njournalSyncData=false\njournalWriteData=false\n\
+        "journalSyncData=false\njournalWriteData=false\n\
          persistBookieStatusEnabled=true\nzkEnableSecurity=true\n\
          extraServerComponents=org.apache.bookkeeper.stream.server.StreamStorageLifecycleComponent\n\
          dataIntegrityChecking=true\n",
     )
     .unwrap();
-    assert_eq!(a.warnings.len(), 7, "{:#?}", a.warnings);
+    assert_eq!(a.warnings.len(), 6, "{:#?}", a.warnings);
     assert!(
-        a.warnings[0].contains("does not run autorecovery"),
+        a.warnings[0].starts_with("journalSyncData=false"),
         "{}",
         a.warnings[0]
     );
@@ -612,4 +616,48 @@ fn escaped_commas_through_the_whole_pipeline() {
     assert_eq!(elements("k=a\\\\\\\\\\,b"), vec!["a,b"]);
     assert_eq!(elements("k=a\\\\\\\\\\\\,b"), vec!["a,b"]);
     assert_eq!(elements("k=a\\\\b"), vec!["a\\b"]);
+}
+
+/// Autorecovery's keys apply when it runs; a value Java's autorecovery would refuse stops the
+/// start only then (Java reads them only there), and warns otherwise.
+#[test]
+fn autorecovery_keys() {
+    let (c, a) = conf(
+        "autoRecoveryDaemonEnabled=true\nlostBookieRecoveryDelay=30\nrereplicationEntryBatchSize=100\n\
+         openLedgerRereplicationGracePeriod=5000\nreplicationRateByBytes=-1\n\
+         reppDnsResolverClass=org.apache.pulsar.zookeeper.ZkBookieRackAffinityMapping\n\
+         ensemblePlacementPolicy=org.apache.bookkeeper.client.DefaultEnsemblePlacementPolicy\n",
+    )
+    .unwrap();
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    let s = &c.autorecovery.settings;
+    assert!(c.autorecovery.enabled);
+    assert_eq!(
+        (
+            s.lost_bookie_recovery_delay_s,
+            s.batch_entries,
+            s.open_ledger_grace_ms
+        ),
+        (30, 100, 5000)
+    );
+    assert_eq!(
+        s.rate_bytes_per_sec,
+        autorecovery::settings::DEFAULT_RATE_BYTES_PER_SEC
+    );
+    assert!(s.pulsar_racks);
+    assert!(c
+        .autorecovery
+        .placement_class
+        .as_deref()
+        .unwrap()
+        .ends_with("DefaultEnsemblePlacementPolicy"));
+    let err = conf("autoRecoveryDaemonEnabled=true\nlostBookieRecoveryDelay=soon\n").unwrap_err();
+    assert!(err.contains("lostBookieRecoveryDelay"), "{err}");
+    let (_, a) = conf("lostBookieRecoveryDelay=soon\n").unwrap();
+    assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
+    assert!(
+        a.warnings[0].contains("autorecovery, which is off"),
+        "{:?}",
+        a.warnings
+    );
 }

@@ -133,6 +133,9 @@ pub struct Pending {
     pub write_cache_total_bytes: Option<usize>,
     /// `zkLedgersRootPath` was given empty (where): an error unless metadataServiceUri is set.
     pub zk_root_empty: Option<String>,
+    /// Values of keys Java reads only in its autorecovery that its getters would refuse: an
+    /// error when autorecovery runs, a warning otherwise.
+    pub lazy_errors: Vec<String>,
 }
 
 /// What a setter works on.

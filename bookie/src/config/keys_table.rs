@@ -20,12 +20,11 @@ const JOURNAL_FILES: &str = "shapes Java's journal files; this bookie's journal 
                              writes (journal/)";
 const ENTRY_LOGS: &str = "shapes Java's entry logs or their flushing; this bookie's entry logs \
                           are written by its flush threads in paced 1 MiB O_DIRECT writes";
-const AUTORECOVERY: &str = "configures autorecovery (auditor, replication worker), which this \
-                            bookie does not run (see autoRecoveryDaemonEnabled)";
-const CLIENT: &str = "a client setting, read by the BookKeeper client a Java bookie embeds for \
-                      autorecovery; this bookie embeds none";
-const PLACEMENT: &str = "an ensemble placement setting of the embedded client (autorecovery); \
-                         this bookie places no ensembles";
+const CLIENT: &str = "a client setting of the BookKeeper client a Java bookie embeds for \
+                      autorecovery; this bookie's autorecovery talks v3 to the bookies and reads \
+                      from whichever replica answers";
+const PLACEMENT: &str = "a placement setting of Java's region- or zone-aware policies; this \
+                         bookie's autorecovery places copies rack-aware (docs/autorecovery.md)";
 const TABLE_SERVICE: &str = "configures the table service (stream storage) that \
                              extraServerComponents starts in a Java bookie; this bookie does \
                              not run it";
@@ -151,14 +150,13 @@ pub static KEYS: &[Key] = &[
     ignored("zkRetryBackoffMaxMs", Ty::Int, "ZooKeeper retries: this bookie reconnects with its own backoff and keeps serving through an outage (docs/semantics.md §1.6)"),
     ignored("zkRetryBackoffMaxRetries", Ty::Int, "ZooKeeper retries: this bookie reconnects with its own backoff and keeps serving through an outage (docs/semantics.md §1.6)"),
     ignored("zkRequestRateLimit", Ty::Double, "rate-limits Java's ZooKeeper requests; this bookie's are few (registration, cookies) and GC's are paced by gcMetadataOpRateLimit"),
-    ignored("zkReplicationTaskRateLimit", Ty::Lazy, AUTORECOVERY),
+    ignored("zkReplicationTaskRateLimit", Ty::Lazy, "rate-limits Java's worker's scans of ZooKeeper; this worker scans once a second when idle"),
     ignored("registrationManagerClass", Ty::Lazy, "Java's registration plug-in; this bookie registers in ZooKeeper as ZKRegistrationManager does"),
     ignored("metastoreImplClass", Ty::Lazy, "Java's metastore plug-in (unused by bookies)"),
     ignored("metastoreMaxEntriesPerScan", Ty::Lazy, "Java's metastore plug-in (unused by bookies)"),
     ignored("allowShadedLedgerManagerFactoryClass", Ty::Bool, "lets Java load a shaded ledger manager class; this bookie reads the layout from ZooKeeper"),
     ignored("shadedLedgerManagerFactoryClassPrefix", Ty::Str, "lets Java load a shaded ledger manager class; this bookie reads the layout from ZooKeeper"),
     ignored("ledgerMetadataVersion", Ty::Lazy, "the metadata format a Java client writes; this bookie writes no ledger metadata"),
-    ignored("storeSystemTimeAsLedgerUnderreplicatedMarkTime", Ty::Lazy, AUTORECOVERY),
     // --- Journal ---
     applied(
         "journalDirectories",
@@ -666,31 +664,80 @@ pub static KEYS: &[Key] = &[
     applied("authorizedRoles", Ty::List, "the certificate roles allowed", |x, v| {
         x.c.auth.set("authorizedRoles", &v.joined()).map_err(|e| v.invalid(&e))
     }),
-    // --- Autorecovery (docs/semantics.md §7) ---
-    unhonoured(
+    // --- Autorecovery (docs/autorecovery.md) ---
+    applied(
         "autoRecoveryDaemonEnabled",
         Ty::Bool,
-        Ours::Bool(false),
-        "this bookie does not run autorecovery (the auditor and the replication worker): \
-         ledgers that lose a bookie for good stay one copy short. Run Java's autorecovery \
-         beside it (`bin/bookkeeper autorecovery`, the Pulsar chart's recovery StatefulSet)",
+        "runs autorecovery in this bookie: an auditor candidate and a replication worker, with Java's",
+        |x, v| {
+            x.c.autorecovery.enabled = v.boolean()?;
+            Ok(())
+        },
     ),
-    ignored("auditorPeriodicCheckInterval", Ty::Lazy, AUTORECOVERY),
-    ignored("auditorPeriodicBookieCheckInterval", Ty::Lazy, AUTORECOVERY),
-    ignored("auditorPeriodicPlacementPolicyCheckInterval", Ty::Lazy, AUTORECOVERY),
-    ignored("auditorReplicasCheckInterval", Ty::Lazy, AUTORECOVERY),
-    ignored("auditorLedgerVerificationPercentage", Ty::Lazy, AUTORECOVERY),
-    ignored("auditorMaxNumberOfConcurrentOpenLedgerOperations", Ty::Lazy, AUTORECOVERY),
-    ignored("auditorAcquireConcurrentOpenLedgerOperationsTimeOutMSec", Ty::Lazy, AUTORECOVERY),
-    ignored("lostBookieRecoveryDelay", Ty::Lazy, AUTORECOVERY),
-    ignored("rereplicationEntryBatchSize", Ty::Lazy, AUTORECOVERY),
-    ignored("openLedgerRereplicationGracePeriod", Ty::Lazy, AUTORECOVERY),
-    ignored("underreplicatedLedgerRecoveryGracePeriod", Ty::Lazy, AUTORECOVERY),
-    ignored("lockReleaseOfFailedLedgerGracePeriod", Ty::Lazy, AUTORECOVERY),
-    ignored("rwRereplicateBackoffMs", Ty::Lazy, AUTORECOVERY),
-    ignored("replicationRateByBytes", Ty::Lazy, AUTORECOVERY),
-    ignored("inFlightReadEntryNumInLedgerChecker", Ty::Lazy, AUTORECOVERY),
-    ignored("repairedPlacementPolicyNotAdheringBookieEnabled", Ty::Lazy, AUTORECOVERY),
+    ar("lostBookieRecoveryDelay", "seconds a lost bookie may come back before its ledgers are marked", |x, v| {
+        x.c.autorecovery.settings.lost_bookie_recovery_delay_s = v.range(0, i32::MAX as i64)? as i32;
+        Ok(())
+    }),
+    ar("auditorPeriodicCheckInterval", "seconds between two entry-wise checks of every ledger (0: never)", |x, v| {
+        x.c.autorecovery.settings.check_all_interval_s = v.long()?.max(0) as u64;
+        Ok(())
+    }),
+    ar("auditorPeriodicBookieCheckInterval", "seconds between two lost-bookie audits besides those a change starts", |x, v| {
+        x.c.autorecovery.settings.bookie_check_interval_s = v.long()?.max(0) as u64;
+        Ok(())
+    }),
+    ar("auditorLedgerVerificationPercentage", "entries read per checked fragment beyond its first and last", |x, v| {
+        x.c.autorecovery.settings.verification_percentage = v.range(0, 100)? as u32;
+        Ok(())
+    }),
+    ar("rereplicationEntryBatchSize", "entries a copy keeps in flight", |x, v| {
+        x.c.autorecovery.settings.batch_entries = v.range(1, 1 << 20)? as usize;
+        Ok(())
+    }),
+    ar("openLedgerRereplicationGracePeriod", "ms an open ledger's writer has to replace a lost bookie itself before the worker fences and recovers it", |x, v| {
+        x.c.autorecovery.settings.open_ledger_grace_ms = v.long()?.max(0) as u64;
+        Ok(())
+    }),
+    ar("lockReleaseOfFailedLedgerGracePeriod", "ms a failed ledger's lock is kept at most", |x, v| {
+        x.c.autorecovery.settings.failed_lock_grace_ms = v.long()?.max(0) as u64;
+        Ok(())
+    }),
+    ar("rwRereplicateBackoffMs", "ms the worker waits after a failed round", |x, v| {
+        x.c.autorecovery.settings.backoff_ms = v.long()?.max(0) as u64;
+        Ok(())
+    }),
+    ar("replicationRateByBytes", "bytes per second a worker copies at most (Java's -1: no limit; ours then 64 MiB/s)", |x, v| {
+        let n = v.long()?;
+        x.c.autorecovery.settings.rate_bytes_per_sec = if n > 0 {
+            n as u64
+        } else {
+            autorecovery::settings::DEFAULT_RATE_BYTES_PER_SEC
+        };
+        Ok(())
+    }),
+    ar("storeSystemTimeAsLedgerUnderreplicatedMarkTime", "the auditor's records carry the time they were made", |x, v| {
+        x.c.autorecovery.settings.store_mark_time = v.boolean()?;
+        Ok(())
+    }),
+    ar("ensemblePlacementPolicy", "where copies go: rack-aware (Java's default) or DefaultEnsemblePlacementPolicy's random choice", |x, v| {
+        x.c.autorecovery.placement_class = v.optional();
+        Ok(())
+    }),
+    ar("reppDnsResolverClass", "Pulsar's rack mapping (racks from its /bookies znode) when it names it", |x, v| {
+        x.c.autorecovery.settings.pulsar_racks = v.text().contains("BookieRackAffinityMapping");
+        Ok(())
+    }),
+    ar("enforceMinNumRacksPerWriteQuorum", "no copy on a bookie whose rack breaks the rack rule", |x, v| {
+        x.c.autorecovery.enforce_min_racks = v.boolean()?;
+        Ok(())
+    }),
+    ignored("auditorPeriodicPlacementPolicyCheckInterval", Ty::Lazy, "Java's placement-policy check (off by default) only reports; this auditor does not run it"),
+    ignored("auditorReplicasCheckInterval", Ty::Lazy, "Java's replicas check (off by default) only reports; this auditor does not run it"),
+    ignored("repairedPlacementPolicyNotAdheringBookieEnabled", Ty::Lazy, "part of Java's placement-policy check, not run here"),
+    ignored("underreplicatedLedgerRecoveryGracePeriod", Ty::Lazy, "part of Java's placement-policy check (a report of old records), not run here"),
+    ignored("auditorMaxNumberOfConcurrentOpenLedgerOperations", Ty::Lazy, "bounds Java's concurrent checks; this auditor checks one ledger at a time"),
+    ignored("auditorAcquireConcurrentOpenLedgerOperationsTimeOutMSec", Ty::Lazy, "bounds Java's concurrent checks; this auditor checks one ledger at a time"),
+    ignored("inFlightReadEntryNumInLedgerChecker", Ty::Lazy, "bounds Java's checker's reads; this checker reads a fragment's probes in one pipelined batch"),
     unhonoured(
         "dataIntegrityChecking",
         Ty::Bool,
@@ -706,9 +753,9 @@ pub static KEYS: &[Key] = &[
     ignored("useV2WireProtocol", Ty::Lazy, CLIENT),
     ignored("stickyReadSEnabled", Ty::Lazy, CLIENT),
     ignored("reorderReadSequenceEnabled", Ty::Lazy, CLIENT),
-    ignored("reppDnsResolverClass", Ty::Lazy, PLACEMENT),
+
     ignored("minNumRacksPerWriteQuorum", Ty::Lazy, PLACEMENT),
-    ignored("enforceMinNumRacksPerWriteQuorum", Ty::Lazy, PLACEMENT),
+
     ignored("enforceMinNumFaultDomainsForWrite", Ty::Lazy, PLACEMENT),
     ignored("minNumZonesPerWriteQuorum", Ty::Lazy, PLACEMENT),
     ignored("desiredNumZonesPerWriteQuorum", Ty::Lazy, PLACEMENT),
@@ -734,6 +781,12 @@ pub static KEYS: &[Key] = &[
     ignored("dlog.bkcWriteQuorumSize", Ty::Lazy, DLOG),
     ignored("dlog.bkcAckQuorumSize", Ty::Lazy, DLOG),
 ];
+
+/// An autorecovery key: read as Java reads it when autorecovery runs; a value Java's getter
+/// would refuse stops the start only then (Java reads these only in its autorecovery).
+const fn ar(name: &'static str, does: &'static str, set: super::keys::Setter) -> Key {
+    applied(name, Ty::Lazy, does, set)
+}
 
 const fn tls(name: &'static str, ty: Ty, does: &'static str) -> Key {
     applied(name, ty, does, |x, v| {

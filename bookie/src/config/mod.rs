@@ -104,6 +104,8 @@ pub struct BookieConfig {
     pub tls: crate::security::tls::TlsConfig,
     /// Authentication (`bookieAuthProviderFactoryClass`, `authorizedRoles`; `security/auth.rs`).
     pub auth: crate::security::auth::AuthConfig,
+    /// Autorecovery (`autoRecoveryDaemonEnabled` and its keys; the `autorecovery` crate).
+    pub autorecovery: AutorecoveryConfig,
     /// `permittedStartupUsers`: when set, the only users the bookie starts as.
     pub permitted_startup_users: Option<Vec<String>>,
     /// The bk_server.conf keys and `BK_<key>` variables as given (the first value of a key
@@ -446,10 +448,23 @@ impl Default for BookieConfig {
             java_storage: JavaStorageConfig::default(),
             tls: crate::security::tls::TlsConfig::default(),
             auth: crate::security::auth::AuthConfig::default(),
+            autorecovery: AutorecoveryConfig::default(),
             permitted_startup_users: None,
             properties: Default::default(),
         }
     }
+}
+
+/// Autorecovery in this bookie (docs/autorecovery.md).
+#[derive(Clone, Debug, Default)]
+pub struct AutorecoveryConfig {
+    /// `autoRecoveryDaemonEnabled` (false): run the auditor candidate and a replication worker.
+    pub enabled: bool,
+    /// The auditor's and the worker's knobs, with Java's names and defaults.
+    pub settings: autorecovery::settings::Settings,
+    /// `ensemblePlacementPolicy` and `enforceMinNumRacksPerWriteQuorum`, as written.
+    pub placement_class: Option<String>,
+    pub enforce_min_racks: bool,
 }
 
 /// The keys of a Java bookie's storage that a takeover needs (docs/java-formats.md §10).

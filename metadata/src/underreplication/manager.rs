@@ -406,6 +406,17 @@ impl UrManager {
         }
     }
 
+    /// The delay and the node's version (a same-value write moves the version: Java's auditor
+    /// sees the write as "audit now").
+    pub async fn lost_bookie_recovery_delay_versioned(&self) -> Result<Option<(i32, i32)>> {
+        let p = self.delay_path();
+        match self.zk.get_data(&p).await {
+            Ok((data, stat)) => Ok(Some((parse_delay(&p, &data)?, stat.version))),
+            Err(ZkError::NoNode) => Ok(None),
+            Err(e) => Err(zk_err("read", &p, e)),
+        }
+    }
+
     /// Sets the delay (a same-value write still fires a watch: Java's "trigger audit").
     pub async fn set_lost_bookie_recovery_delay(&self, seconds: i32) -> Result<()> {
         let p = self.delay_path();
