@@ -2,18 +2,33 @@
 //!
 //! Unlike Java's worker, which reads each entry through a client, re-packages it with a new
 //! digest and its own LAC and sends it to every new bookie, this copies the entry *as stored*
-//! (a packaged entry is self-describing and its digest stays valid), reads a batch of entries
-//! from one surviving replica in one pipelined request, and writes to each new bookie only the
-//! entries that bookie's index holds. Every add is a recovery add with the ledger's master key.
-//! Batches of `rereplicationEntryBatchSize`; the bytes per second are bounded.
+//! (a packaged entry is self-describing and its digest stays valid), reads a batch of
+//! `rereplicationEntryBatchSize` entries from one surviving replica in one pipelined request,
+//! and writes to each new bookie only the entries that bookie's index holds. Every add is a
+//! recovery add with the ledger's master key.
+//!
+//! Batches are pipelined: while one batch's adds wait for the target's journal, the next
+//! batches are read. Java keeps one batch in flight, so a copy there costs a read and a
+//! durable write per batch; here up to [`MAX_BATCHES_IN_FLIGHT`] batches, and at most
+//! [`MAX_BYTES_IN_FLIGHT`] bytes, move at once, and the bytes per second are bounded
+//! ([`Throttle`]) so healing never crowds the bookies' live traffic.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 
 use bytes::Bytes;
 
 use crate::fragments::Fragment;
 use crate::port::{Cluster, Registered};
 use crate::schedule;
+
+/// Batches of one fragment's copy in flight at once, at most.
+pub const MAX_BATCHES_IN_FLIGHT: usize = 16;
+/// Bytes of one fragment's copy in flight at once, at most (beyond the first batch).
+pub const MAX_BYTES_IN_FLIGHT: u64 = 16 << 20;
 
 /// What a copy moved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -22,31 +37,31 @@ pub struct CopyStats {
     pub bytes: u64,
 }
 
-/// A bytes-per-second bound over the cluster's clock.
+/// A bytes-per-second bound over the cluster's clock, shared by the batches in flight: each
+/// reserves its bytes' slot, then waits for it.
 #[derive(Debug)]
 pub struct Throttle {
     rate: u64,
-    next_ms: i64,
+    next_ms: Cell<i64>,
 }
 
 impl Throttle {
     pub fn new(rate_bytes_per_sec: u64) -> Throttle {
         Throttle {
             rate: rate_bytes_per_sec.max(1),
-            next_ms: 0,
+            next_ms: Cell::new(0),
         }
     }
 
     /// Takes `bytes` of the budget, waiting until they fit.
-    pub async fn take<C: Cluster>(&mut self, c: &C, bytes: u64) {
+    pub async fn take<C: Cluster>(&self, c: &C, bytes: u64) {
         let now = c.now_ms();
-        if self.next_ms < now {
-            self.next_ms = now;
+        let start = self.next_ms.get().max(now);
+        self.next_ms
+            .set(start + (bytes.saturating_mul(1000) / self.rate) as i64);
+        if start > now {
+            c.sleep_ms((start - now) as u64).await;
         }
-        if self.next_ms > now {
-            c.sleep_ms((self.next_ms - now) as u64).await;
-        }
-        self.next_ms += (bytes * 1000 / self.rate) as i64;
     }
 }
 
@@ -59,19 +74,20 @@ pub struct Plan<'a> {
     pub write_quorum: usize,
 }
 
+type BatchFuture<'a> = Pin<Box<dyn Future<Output = Result<CopyStats, String>> + 'a>>;
+
 /// Copies every entry of the fragment that a bad index stores to that index's new bookie.
 pub async fn copy_fragment<C: Cluster>(
     c: &C,
     plan: &Plan<'_>,
     registered: &Registered,
     batch: usize,
-    throttle: &mut Throttle,
+    throttle: &Throttle,
 ) -> Result<CopyStats, String> {
     let f = plan.fragment;
     let e = f.ensemble.len();
     let w = plan.write_quorum;
     debug_assert!(plan.targets.keys().all(|i| f.bad.contains(i)));
-    let mut stats = CopyStats::default();
     // Entries some bad index stores, in order.
     let wanted: Vec<i64> = (f.first..=f.last)
         .filter(|&entry| {
@@ -80,37 +96,97 @@ pub async fn copy_fragment<C: Cluster>(
                 .any(|&i| schedule::stores(i, entry, e, w))
         })
         .collect();
-    for chunk in wanted.chunks(batch.max(1)) {
-        let bodies = read_batch(c, plan, registered, chunk).await?;
-        let mut to: BTreeMap<&str, Vec<(i64, Bytes)>> = BTreeMap::new();
-        let mut bytes = 0u64;
-        for (&entry, body) in chunk.iter().zip(&bodies) {
-            bytes += body.len() as u64;
-            for (&i, target) in plan.targets {
-                if schedule::stores(i, entry, e, w) {
-                    to.entry(target.as_str())
-                        .or_default()
-                        .push((entry, body.clone()));
+    let mut stats = CopyStats::default();
+    let mut chunks = wanted.chunks(batch.max(1));
+    let mut in_flight: VecDeque<(BatchFuture<'_>, Option<Result<CopyStats, String>>)> =
+        VecDeque::new();
+    // One batch until a batch's size is known, then as many as the bounds allow.
+    let mut depth = 1usize;
+    loop {
+        while in_flight.len() < depth {
+            let Some(chunk) = chunks.next() else { break };
+            in_flight.push_back((
+                Box::pin(copy_batch(c, plan, registered, chunk, throttle)),
+                None,
+            ));
+        }
+        if in_flight.is_empty() {
+            break;
+        }
+        let done = next_in_order(&mut in_flight).await?;
+        stats.entries += done.entries;
+        stats.bytes += done.bytes;
+        if let Some(per_batch) = MAX_BYTES_IN_FLIGHT.checked_div(done.bytes) {
+            depth = per_batch.clamp(1, MAX_BATCHES_IN_FLIGHT as u64) as usize;
+        }
+    }
+    Ok(stats)
+}
+
+/// Polls every batch in flight; returns the oldest one's result once it has one (the others
+/// keep their results until their turn).
+async fn next_in_order<'a>(
+    in_flight: &mut VecDeque<(BatchFuture<'a>, Option<Result<CopyStats, String>>)>,
+) -> Result<CopyStats, String> {
+    std::future::poll_fn(|cx| {
+        for (fut, out) in in_flight.iter_mut() {
+            if out.is_none() {
+                if let Poll::Ready(r) = fut.as_mut().poll(cx) {
+                    *out = Some(r);
                 }
             }
         }
-        throttle.take(c, bytes).await;
-        for (target, adds) in to {
-            let n = adds.len() as u64;
-            let results = c
-                .recovery_add(target, plan.ledger, &plan.master_key, adds)
-                .await;
-            if let Some(Err(err)) = results.iter().find(|r| r.is_err()) {
-                return Err(format!(
-                    "ledger {}: a recovery add to {target} failed: {}",
-                    plan.ledger, err.0
-                ));
+        match in_flight.front_mut() {
+            Some((_, out @ Some(_))) => {
+                let r = out.take().expect("checked");
+                in_flight.pop_front();
+                Poll::Ready(r)
             }
-            stats.entries += n;
+            _ => Poll::Pending,
         }
-        stats.bytes += bytes;
+    })
+    .await
+}
+
+/// One batch: read from surviving replicas, then added to each target it belongs to.
+async fn copy_batch<C: Cluster>(
+    c: &C,
+    plan: &Plan<'_>,
+    registered: &Registered,
+    chunk: &[i64],
+    throttle: &Throttle,
+) -> Result<CopyStats, String> {
+    let f = plan.fragment;
+    let (e, w) = (f.ensemble.len(), plan.write_quorum);
+    let bodies = read_batch(c, plan, registered, chunk).await?;
+    let mut to: BTreeMap<&str, Vec<(i64, Bytes)>> = BTreeMap::new();
+    let mut bytes = 0u64;
+    for (&entry, body) in chunk.iter().zip(&bodies) {
+        bytes += body.len() as u64;
+        for (&i, target) in plan.targets {
+            if schedule::stores(i, entry, e, w) {
+                to.entry(target.as_str())
+                    .or_default()
+                    .push((entry, body.clone()));
+            }
+        }
     }
-    Ok(stats)
+    throttle.take(c, bytes).await;
+    let mut entries = 0;
+    for (target, adds) in to {
+        let n = adds.len() as u64;
+        let results = c
+            .recovery_add(target, plan.ledger, &plan.master_key, adds)
+            .await;
+        if let Some(Err(err)) = results.iter().find(|r| r.is_err()) {
+            return Err(format!(
+                "ledger {}: a recovery add to {target} failed: {}",
+                plan.ledger, err.0
+            ));
+        }
+        entries += n;
+    }
+    Ok(CopyStats { entries, bytes })
 }
 
 /// The entries of `chunk`, each from a replica that is not bad: one pipelined read per source

@@ -10,7 +10,11 @@
 //!    answered entries carry is where recovery starts.
 //! 3. A bookie of the last ensemble that is not writable is replaced first, in a new ensemble
 //!    from the first entry to recover (or in the last one, if it starts there) — a Java client
-//!    does the same when a recovery add to it fails.
+//!    does the same when a recovery add to it fails. The new ensemble is kept in memory and
+//!    written only with the close, in one versioned write, as Java's `ReadOnlyLedgerHandle`
+//!    defers it: persisted early, a recovery that died before its adds would leave a bookie
+//!    that never had the entries in the last ensemble, and the next recovery would count its
+//!    "no such entry" against an acknowledged entry and close the ledger short.
 //! 4. Recover: entry after entry from there, read from the old last ensemble's write set; an
 //!    entry is re-added (recovery add, as stored) to its write set in the current last ensemble
 //!    and must reach the ack quorum; it stops at the first entry that `W − A + 1` bookies of its
@@ -113,19 +117,20 @@ pub async fn recover<C: Cluster>(
         ));
     }
 
-    // 3. Lost bookies of the last ensemble replaced from the first entry to recover.
+    // 3. Lost bookies of the last ensemble replaced from the first entry to recover (in
+    //    memory: written with the close).
     let registered = c.registered().await?;
     let from = (max_lac + 1).max(last_key);
+    let read_ensembles = md.ensembles.clone();
     let mut current = md;
     if current
         .ensembles
         .last()
         .is_some_and(|(_, ens)| ens.iter().any(|b| !registered.writable.contains(b)))
     {
-        let (m, v) = change_ensemble(c, ledger, from, &registered, settings, rng).await?;
-        current = m;
-        version = v;
+        current = replace_lost(c, ledger, &current, from, &registered, settings, rng).await?;
     }
+    let recovered_ensembles = current.ensembles.clone();
 
     // 4. Recover entries after the LAC.
     let mut next = max_lac + 1;
@@ -187,74 +192,66 @@ pub async fn recover<C: Cluster>(
                 if v.metadata.is_closed() {
                     return Ok(Recovered::AlreadyClosed);
                 }
-                if v.metadata.ensembles != current.ensembles {
+                // Java's closeRecovered: once in recovery nobody adds ensembles without closing
+                if v.metadata.ensembles != read_ensembles {
                     return Err(format!(
                         "ledger {ledger}: its ensembles changed during recovery"
                     ));
                 }
                 current = v.metadata;
+                current.ensembles = recovered_ensembles.clone();
                 version = v.version;
             }
         }
     }
 }
 
-/// Replaces the last ensemble's bookies that are not writable, in an ensemble starting at
-/// `from` (replacing the last one in place when it starts there).
-async fn change_ensemble<C: Cluster>(
+/// `md` with the last ensemble's bookies that are not writable replaced, in an ensemble
+/// starting at `from` (replacing the last one in place when it starts there). Nothing is
+/// written: the close writes it.
+async fn replace_lost<C: Cluster>(
     c: &C,
     ledger: u64,
+    md: &LedgerMetadata,
     from: i64,
     registered: &Registered,
     settings: &Settings,
     rng: &mut Rng,
-) -> Result<(LedgerMetadata, i32), String> {
+) -> Result<LedgerMetadata, String> {
     let racks = if settings.pulsar_racks {
         c.racks().await
     } else {
         Vec::new()
     };
     let placement = Placement::new(settings.placement.clone(), racks);
-    for _ in 0..100 {
-        let Some(v) = c.read_ledger(ledger).await? else {
-            return Err(format!("ledger {ledger} was deleted during recovery"));
-        };
-        let (last_key, last) = v.metadata.ensembles.last().cloned().ok_or("no ensemble")?;
-        let mut excluded: BTreeSet<String> = last
-            .iter()
-            .filter(|b| !registered.writable.contains(*b))
-            .cloned()
-            .collect();
-        let mut next = last.clone();
-        for (i, b) in last.iter().enumerate() {
-            if registered.writable.contains(b) {
-                continue;
-            }
-            let t = placement
-                .replace(&last, i, &excluded, &registered.writable, rng)
-                .ok_or_else(|| format!("not enough writable bookies to replace {b}"))?;
-            excluded.insert(t.clone());
-            next[i] = t;
+    let (last_key, last) = md.ensembles.last().cloned().ok_or("no ensemble")?;
+    let mut excluded: BTreeSet<String> = last
+        .iter()
+        .filter(|b| !registered.writable.contains(*b))
+        .cloned()
+        .collect();
+    let mut next = last.clone();
+    for (i, b) in last.iter().enumerate() {
+        if registered.writable.contains(b) {
+            continue;
         }
-        let mut m = v.metadata.for_rewrite();
-        if from <= last_key {
-            let map: BTreeMap<String, String> =
-                last.iter().cloned().zip(next.iter().cloned()).collect();
-            m.replace_in_ensemble(last_key, &|b| map.get(b).cloned());
-        } else {
-            m.ensembles.push((from, next));
-        }
-        match c.write_ledger(ledger, &m, v.version).await? {
-            WriteOutcome::Written(nv) => return Ok((m, nv)),
-            WriteOutcome::Conflict => continue,
-            WriteOutcome::Deleted => {
-                return Err(format!("ledger {ledger} was deleted during recovery"))
-            }
-        }
+        let t = placement
+            .replace(&last, i, &excluded, &registered.writable, rng)
+            .ok_or_else(|| {
+                format!("ledger {ledger}: not enough writable bookies to replace {b}")
+            })?;
+        excluded.insert(t.clone());
+        next[i] = t;
     }
-    Err(format!(
-        "ledger {ledger}: the metadata keeps changing during the ensemble change"
-    ))
+    let mut m = md.clone();
+    if from <= last_key {
+        let map: BTreeMap<String, String> =
+            last.iter().cloned().zip(next.iter().cloned()).collect();
+        m.replace_in_ensemble(last_key, &|b| map.get(b).cloned());
+    } else {
+        m.ensembles.push((from, next));
+    }
+    Ok(m)
 }
 
 /// Entry `entry` from the old last ensemble's write set; `Ok(None)` when `W − A + 1` of its

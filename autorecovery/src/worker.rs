@@ -96,7 +96,7 @@ pub async fn replicate_forcing<C: Cluster>(
         Vec::new()
     };
     let placement = Placement::new(settings.placement.clone(), racks);
-    let mut throttle = Throttle::new(settings.rate_bytes_per_sec);
+    let throttle = Throttle::new(settings.rate_bytes_per_sec);
     let mut stats = CopyStats::default();
     let mut open_found = false;
     for f in &frags {
@@ -113,7 +113,7 @@ pub async fn replicate_forcing<C: Cluster>(
             &placement,
             settings,
             rng,
-            &mut throttle,
+            &throttle,
         )
         .await
         {
@@ -169,7 +169,7 @@ async fn replicate_fragment<C: Cluster>(
     placement: &Placement,
     settings: &Settings,
     rng: &mut Rng,
-    throttle: &mut Throttle,
+    throttle: &Throttle,
 ) -> Result<Option<CopyStats>, String> {
     let mut excluded: BTreeSet<String> = f.bad_bookies().into_iter().collect();
     let mut targets = BTreeMap::new();

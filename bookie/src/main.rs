@@ -356,7 +356,35 @@ fn run_autorecovery(conf: &std::path::Path, role: &str) -> Result<(), cluster::F
         "worker" => Role::WorkerOnly,
         _ => Role::Both,
     };
-    let daemon = Daemon::start(crate::autorecovery::daemon_config(&c, role)?)?;
+    let cfg = crate::autorecovery::daemon_config(&c, role)?;
+    let routes = std::sync::Arc::new(crate::autorecovery::routes::AutorecoveryRoutes::new(
+        cfg.metadata.clone(),
+        cfg.settings.clone(),
+    ));
+    let daemon = Daemon::start(cfg)?;
+    // As Java's AutoRecoveryMain: its own HTTP server when httpServerEnabled (the Pulsar
+    // chart's recovery pod is scraped there).
+    let _http = if c.http.enabled {
+        let tls = match c.http.tls.enabled {
+            true => Some(
+                c.http
+                    .tls
+                    .server_config()
+                    .map_err(|e| cluster::Failure::from(format!("http server: {e}")))?,
+            ),
+            false => None,
+        };
+        let admin = crate::autorecovery::http::StandaloneAdmin {
+            routes,
+            status: daemon.status.clone(),
+        };
+        let server = crate::admin::http::HttpServer::start(admin, &c.http.host, c.http.port, tls)
+            .map_err(cluster::Failure::from)?;
+        log::info!("autorecovery: http server on {}", server.addr);
+        Some(server)
+    } else {
+        None
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -280,6 +280,9 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         };
         match registered.and_then(|()| crate::autorecovery::start(&config)) {
             Ok(daemon) => {
+                if let Some(d) = &daemon {
+                    let _ = metrics.autorecovery.set(d.status.clone());
+                }
                 autorecovery = daemon;
                 if let Some(why) = signals.wait(&state) {
                     failure = Some(why);

@@ -21,12 +21,17 @@ use super::conn::Conn;
 use crate::placement::parse_pulsar_racks;
 use crate::port::{AddError, Cluster, PortResult, ReadError, Registered, UnderReplication};
 
+/// Idle connections kept per bookie (the copy's pipeline depth at most).
+const MAX_IDLE_CONNS: usize = crate::copy::MAX_BATCHES_IN_FLIGHT;
+
 pub struct LiveCluster {
     pub zk: Client,
     pub cfg: MetadataConfig,
     layout: LedgerLayout,
     pub ur: UrManager,
-    conns: RefCell<BTreeMap<String, Conn>>,
+    /// Idle connections per bookie: a batch takes one (or opens one) and gives it back, so
+    /// the copy's batches in flight to one bookie each have their own.
+    conns: RefCell<BTreeMap<String, Vec<Conn>>>,
     addrs: RefCell<BTreeMap<String, SocketAddr>>,
 }
 
@@ -74,9 +79,13 @@ impl LiveCluster {
         Ok(addr)
     }
 
-    /// One batch to `bookie` on its connection (opened if needed; dropped on failure).
+    /// One batch to `bookie` on an idle connection (opened if none; dropped on failure).
     async fn call(&self, bookie: &str, requests: Vec<Request>) -> Result<Vec<Response>, String> {
-        let existing = self.conns.borrow_mut().remove(bookie);
+        let existing = self
+            .conns
+            .borrow_mut()
+            .get_mut(bookie)
+            .and_then(|idle| idle.pop());
         let mut conn = match existing {
             Some(c) => c,
             None => {
@@ -88,7 +97,11 @@ impl LiveCluster {
         };
         let result = conn.call_all(requests).await;
         if result.is_ok() {
-            self.conns.borrow_mut().insert(bookie.to_string(), conn);
+            let mut conns = self.conns.borrow_mut();
+            let idle = conns.entry(bookie.to_string()).or_default();
+            if idle.len() < MAX_IDLE_CONNS {
+                idle.push(conn);
+            }
         }
         result
     }

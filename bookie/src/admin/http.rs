@@ -47,6 +47,24 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections served at once; a scrape and a few operators need a handful.
 pub const MAX_CONNECTIONS: usize = 64;
 
+/// What answers the requests of an [`HttpServer`]: the bookie's [`Admin`], or the standalone
+/// autorecovery daemon's few routes (`autorecovery/http.rs`).
+pub trait Service: Send + Sync + 'static {
+    fn handle<'a>(
+        &'a self,
+        request: &'a Request,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send + 'a>>;
+}
+
+impl Service for Admin {
+    fn handle<'a>(
+        &'a self,
+        request: &'a Request,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send + 'a>> {
+        Box::pin(route(self, request))
+    }
+}
+
 /// What the handlers need.
 pub struct Admin {
     pub state: Arc<BookieState>,
@@ -70,8 +88,8 @@ pub struct HttpServer {
 
 impl HttpServer {
     /// Binds `host:port` and serves on a new thread: HTTPS when `tls` is given.
-    pub fn start(
-        admin: Admin,
+    pub fn start<S: Service>(
+        admin: S,
         host: &str,
         port: u16,
         tls: Option<Arc<rustls::ServerConfig>>,
@@ -114,12 +132,12 @@ impl HttpServer {
                                         let _slot = slot;
                                         let _ = tokio::time::timeout(REQUEST_TIMEOUT, async {
                                             match tls {
-                                                None => serve(stream, &admin).await,
+                                                None => serve(stream, &*admin).await,
                                                 // A failed handshake (no or an untrusted
                                                 // client certificate) closes the connection.
                                                 Some(tls) => {
                                                     if let Ok(s) = tls.accept(stream).await {
-                                                        serve(s, &admin).await
+                                                        serve(s, &*admin).await
                                                     }
                                                 }
                                             }
@@ -180,7 +198,7 @@ pub struct Response {
 }
 
 impl Response {
-    fn text(status: u16, body: &str) -> Response {
+    pub fn text(status: u16, body: &str) -> Response {
         Response {
             status,
             content_type: "text/plain; charset=utf-8",
@@ -221,9 +239,9 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-async fn serve<S: AsyncRead + AsyncWrite + Unpin>(mut stream: S, admin: &Admin) {
+async fn serve<S: AsyncRead + AsyncWrite + Unpin, A: Service>(mut stream: S, admin: &A) {
     let response = match read_request(&mut stream).await {
-        Ok(request) => route(admin, &request).await,
+        Ok(request) => admin.handle(&request).await,
         Err(response) => response,
     };
     let head = format!(
@@ -327,17 +345,8 @@ async fn route(admin: &Admin, r: &Request) -> Response {
                 "autorecovery routes need a metadata store (cluster mode)\n",
             );
         };
-        if let Some((status, body, is_json)) = routes.route(&r.method, sub, &r.query, &r.body).await
-        {
-            return Response {
-                status,
-                content_type: if is_json {
-                    "application/json"
-                } else {
-                    "text/plain; charset=utf-8"
-                },
-                body: body.into_bytes(),
-            };
+        if let Some(answer) = routes.route(&r.method, sub, &r.query, &r.body).await {
+            return crate::autorecovery::routes::response(answer);
         }
     }
     match r.path.as_str() {

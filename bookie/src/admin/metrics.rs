@@ -33,7 +33,7 @@
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::admin::readonly::BookieState;
 
@@ -411,6 +411,8 @@ pub struct Metrics {
     /// (`store::takeover_retire`), and their bytes.
     pub java_logs_retired: AtomicU64,
     pub java_log_bytes_retired: AtomicU64,
+    /// The autorecovery daemon's status, once it runs (`autoRecoveryDaemonEnabled`).
+    pub autorecovery: OnceLock<Arc<Mutex<autorecovery::live::daemon::Status>>>,
 }
 
 const QUANTILES: [f64; 7] = [0.5, 0.75, 0.95, 0.99, 0.999, 0.9999, 1.0];
@@ -424,6 +426,7 @@ impl Metrics {
             reads_overdue: AtomicU64::new(0),
             java_logs_retired: AtomicU64::new(0),
             java_log_bytes_retired: AtomicU64::new(0),
+            autorecovery: OnceLock::new(),
         }
     }
 
@@ -706,6 +709,11 @@ impl Metrics {
                 "{name}_sum{{stage=\"{stage}\"}} {}",
                 m.sum_us as f64 / 1000.0
             );
+        }
+        if let Some(status) = self.autorecovery.get() {
+            if let Ok(status) = status.lock() {
+                crate::autorecovery::metrics::render(o, &status, "replication_");
+            }
         }
         out
     }

@@ -1,10 +1,13 @@
 //! Autorecovery in the bookie (docs/autorecovery.md): the daemon of the `autorecovery` crate
 //! started when `autoRecoveryDaemonEnabled=true` in cluster mode (after the registration, as
 //! Java starts its AutoRecoveryService; stopped before the bookie unregisters), `bookie
-//! autorecovery` (the daemon alone, as `bookkeeper autorecovery`), and the admin routes
-//! `/api/v1/autorecovery/*` ([`routes`]).
+//! autorecovery` (the daemon alone, as `bookkeeper autorecovery`, with its own HTTP server:
+//! [`http`]), the admin routes `/api/v1/autorecovery/*` ([`routes`]) and the daemon's series in
+//! `/metrics` ([`metrics`]).
 
 pub mod admin_ops;
+pub mod http;
+pub mod metrics;
 pub mod routes;
 
 use autorecovery::live::daemon::{Daemon, DaemonConfig, Role};

@@ -234,23 +234,24 @@ impl UrManager {
         }
     }
 
-    /// Every record's path, depth first.
+    /// Every record's path, in the order Java lists them.
     async fn record_paths(&self) -> Result<Vec<(u64, String)>> {
+        // Breadth first, each level in the order ZooKeeper lists it, as Java's
+        // listLedgersToRereplicate walks: the route and the shell list in the same order.
         let mut out = Vec::new();
-        let mut stack = vec![(self.ledgers(), 0usize)];
-        while let Some((p, depth)) = stack.pop() {
+        let mut queue = std::collections::VecDeque::from([(self.ledgers(), 0usize)]);
+        while let Some((p, depth)) = queue.pop_front() {
             for c in self.children(&p).await? {
                 let child = format!("{p}/{c}");
-                if depth == 4 {
+                if c.starts_with("urL") {
                     if let Some(id) = ledger_of(&c) {
                         out.push((id, child));
                     }
-                } else {
-                    stack.push((child, depth + 1));
+                } else if depth < 4 {
+                    queue.push_back((child, depth + 1));
                 }
             }
         }
-        out.sort();
         Ok(out)
     }
 
@@ -267,32 +268,51 @@ impl UrManager {
         Ok(out)
     }
 
-    /// Claims one under-replicated ledger nobody holds (skipping `skip`), in an order given
-    /// by `shuffle_seed`; `None` when there is none (`pollLedgerToRereplicate`).
+    /// Claims one under-replicated ledger nobody holds (skipping `skip`): Java's
+    /// `getLedgerToRereplicateFromHierarchy`, a depth-first descent through the four hex levels
+    /// with each level's children shuffled (by `shuffle_seed`), so that a claim costs a few
+    /// listings however many ledgers are marked and workers spread over them. `None` when
+    /// there is none (`pollLedgerToRereplicate`).
     pub async fn claim(&self, skip: &BTreeSet<u64>, shuffle_seed: u64) -> Result<Option<Claim>> {
         let locked: BTreeSet<String> = self.children(&self.locks()).await?.into_iter().collect();
-        let mut candidates = self.record_paths().await?;
-        shuffle(&mut candidates, shuffle_seed);
-        for (id, path) in candidates {
-            if skip.contains(&id) || locked.contains(&format!("urL{id:010}")) {
-                continue;
-            }
-            let stat = match self.zk.check_stat(&path).await {
-                Ok(Some(s)) => s,
-                Ok(None) => continue,
-                Err(e) => return Err(zk_err("check", &path, e)),
-            };
-            let lock = self.lock_path(id);
-            match self.zk.create(&lock, &self.lock_data, &EPHEMERAL).await {
-                Ok(_) => {
-                    return Ok(Some(Claim {
-                        ledger: id,
-                        version: stat.version,
-                    }))
+        let mut seed = shuffle_seed;
+        let mut stack = vec![self.ledgers()];
+        while let Some(parent) = stack.pop() {
+            let mut children = self.children(&parent).await?;
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            shuffle(&mut children, seed);
+            let mut deeper = Vec::new();
+            for c in children {
+                let path = format!("{parent}/{c}");
+                if !c.starts_with("urL") {
+                    deeper.push(path);
+                    continue;
                 }
-                Err(ZkError::NodeExists) => continue,
-                Err(e) => return Err(zk_err("create", &lock, e)),
+                let Some(id) = ledger_of(&c) else { continue };
+                if skip.contains(&id) || locked.contains(&format!("urL{id:010}")) {
+                    continue;
+                }
+                let stat = match self.zk.check_stat(&path).await {
+                    Ok(Some(s)) => s,
+                    Ok(None) => continue,
+                    Err(e) => return Err(zk_err("check", &path, e)),
+                };
+                let lock = self.lock_path(id);
+                match self.zk.create(&lock, &self.lock_data, &EPHEMERAL).await {
+                    Ok(_) => {
+                        return Ok(Some(Claim {
+                            ledger: id,
+                            version: stat.version,
+                        }))
+                    }
+                    Err(ZkError::NodeExists) => continue,
+                    Err(e) => return Err(zk_err("create", &lock, e)),
+                }
             }
+            // the first shuffled child is descended first
+            stack.extend(deeper.into_iter().rev());
         }
         Ok(None)
     }

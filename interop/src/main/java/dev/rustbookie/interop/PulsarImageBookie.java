@@ -22,13 +22,20 @@ import java.util.stream.Stream;
 public final class PulsarImageBookie extends Bookie {
     public final String pulsarVersion;
     public final String chart;
+    /** The chart's component: "bookie", or "recovery" (its autorecovery StatefulSet, same image). */
+    public final String component;
     public final Path tree;
     private final Path binDir;
 
     public PulsarImageBookie(Cluster cluster, String pulsarVersion, String chart) {
-        super(cluster, "pulsar-" + pulsarVersion + "-chart-" + chart);
+        this(cluster, pulsarVersion, chart, "bookie");
+    }
+
+    public PulsarImageBookie(Cluster cluster, String pulsarVersion, String chart, String component) {
+        super(cluster, "pulsar-" + pulsarVersion + "-chart-" + chart + (component.equals("bookie") ? "" : "-" + component));
         this.pulsarVersion = pulsarVersion;
         this.chart = chart;
+        this.component = component;
         this.tree = dir.resolve("pulsar");
         this.binDir = dir.resolve("path");
     }
@@ -41,7 +48,7 @@ public final class PulsarImageBookie extends Bookie {
     /** The chart's rendered environment, edited: metadata service, directories, ports. */
     public Map<String, String> chartEnv() throws IOException {
         Map<String, String> env = new LinkedHashMap<>(
-                StockConfs.envFile(StockConfs.fixture("helm-pulsar-" + chart + "-bookie.env")));
+                StockConfs.envFile(StockConfs.fixture("helm-pulsar-" + chart + "-" + component + ".env")));
         String zk = cluster.zk.servers();
         env.replaceAll((k, v) -> {
             if (k.equals("metadataServiceUri")) {
@@ -63,15 +70,31 @@ public final class PulsarImageBookie extends Bookie {
         return env;
     }
 
-    /** The chart's bookie container script (4.4.0's is 4.7.0's). */
+    /** The chart's container script of this component (4.4.0's is 4.7.0's). */
     public String containerScript() throws IOException {
         String c = chart.equals("4.4.0") ? "4.7.0" : chart;
-        return Files.readString(StockConfs.fixture("helm-pulsar-" + c + "-bookie-args.sh"));
+        return Files.readString(StockConfs.fixture("helm-pulsar-" + c + "-" + component + "-args.sh"));
     }
 
-    /** The chart's init container script (the same in every chart version checked). */
+    /** The chart's bookie init container script (the same in every chart version checked). */
     public static String initScript() throws IOException {
         return Files.readString(StockConfs.fixture("helm-pulsar-4.7.0-bookie-init-args.sh"));
+    }
+
+    /** The chart's recovery init container script. */
+    public static String recoveryInitScript() throws IOException {
+        return Files.readString(StockConfs.fixture("helm-pulsar-4.7.0-recovery-init-args.sh"));
+    }
+
+    /**
+     * Starts a shell script from the tree with this component's environment, in the background
+     * (pid file under the run, so the harness stops it); output to logs/NAME.log.
+     */
+    public Process startScript(String script) throws IOException {
+        ProcessBuilder pb = new ProcessBuilder("sh", "-c", script);
+        pb.directory(tree.toFile());
+        environment(pb.environment());
+        return Procs.start(pb, log(), cluster.runDir.resolve("pids").resolve(name + ".pid"));
     }
 
     /** Lays out the image's tree: a pristine conf/bookkeeper.conf, bin/, data/. */

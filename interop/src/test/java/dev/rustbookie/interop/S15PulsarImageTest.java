@@ -107,6 +107,37 @@ class S15PulsarImageTest {
                     assertArrayEquals(sent.get(i), got.nextElement().getEntry(), "entry " + i);
                 }
             }
+            // The chart's recovery StatefulSet on the same image: its init container, then
+            // `exec bin/bookkeeper autorecovery` with its own ConfigMap (the bookies' turns the
+            // daemon off in them): it is elected auditor.
+            PulsarImageBookie recovery = new PulsarImageBookie(c, "4.0.8", "4.7.0", "recovery");
+            recovery.prepare();
+            Path rout = recovery.dir.resolve("init.out");
+            assertEquals(0, recovery.runScript(PulsarImageBookie.recoveryInitScript(), 60, rout),
+                    "recovery init container: " + Files.readString(rout));
+            Process rp = recovery.startScript(recovery.containerScript());
+            try {
+                String want = "Auditor: " + recovery.id();
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                String got = "";
+                while (System.nanoTime() < deadline && !got.equals(want)) {
+                    assertTrue(rp.isAlive(), "the recovery pod's process exited: " + recovery.logText());
+                    got = bookies.get(0).http("GET", "/api/v1/autorecovery/who_is_auditor", null).body();
+                    Thread.sleep(200);
+                }
+                assertEquals(want, got, "the recovery pod is the auditor; its log: " + recovery.logTail(20));
+                // its own HTTP server (httpServerEnabled in its ConfigMap), as AutoRecoveryMain's:
+                // the routes, and the series the chart's PodMonitor scrapes
+                assertEquals(want, recovery.http("GET", "/api/v1/autorecovery/who_is_auditor", null).body());
+                assertEquals(200, recovery.http("GET", "/heartbeat", null).statusCode());
+                var rm = recovery.http("GET", "/metrics", null);
+                assertEquals(200, rm.statusCode());
+                assertTrue(rm.body().contains("\nautorecovery_is_auditor 1\n"), rm.body());
+                assertTrue(rm.body().contains("\nreplication_worker_NUM_FULL_OR_PARTIAL_LEDGERS_REPLICATED 0\n"), rm.body());
+                assertFalse(recovery.logText().contains("is not honoured"), "the recovery ConfigMap's keys are known");
+            } finally {
+                Procs.stop(rp, 10_000);
+            }
             for (PulsarImageBookie b : bookies) {
                 assertNotEquals(0, c.registrationOwner(b.id()), b + " still registered");
             }
