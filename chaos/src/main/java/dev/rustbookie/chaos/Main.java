@@ -16,9 +16,14 @@ import org.apache.bookkeeper.conf.ClientConfiguration;
  *   clients --uri U --dir D --seed S --seconds N [--writer NAME:E:W:A[:lac][:v2]]... [--tail NAME:WRITER]...
  *   recover --uri U --dir D --name NAME --target WRITER     fence (open with recovery) WRITER's ledger
  *   check   --uri U --dir D --seed S                        verify every history under D
+ *           [--lost ID --lost-at MS --within S --snapshot FILE]   ... and that a lost bookie's copies came back
+ *   snapshot --uri U --dir D [--lost ID --lost-at MS --within S]   every ledger's metadata to D/lost-snapshot.tsv,
+ *                                                          then watch the healing (D/lost-heal.tsv)
  * </pre>
  * Histories go to D/hist-NAME.tsv (see {@link History}); check prints one line per ledger and a
- * last line "check: PASS ..." or "check: FAIL ...", and exits 1 on any violation.
+ * last line "check: PASS ..." or "check: FAIL ...", and exits 1 on any violation. The lost-bookie
+ * fault ({@link Lost}): ID is the bookie id (host:port), MS the epoch milliseconds of its kill,
+ * S the bound in seconds within which no ledger may name it any more.
  */
 public final class Main {
     private Main() {}
@@ -35,6 +40,11 @@ public final class Main {
         long drainMs = 20_000;
         String name = "fencer";
         String target;
+        /** The bookie lost for good (its id), when the round lost one. */
+        String lost;
+        long lostAt = -1;
+        long withinSeconds = 120;
+        Path snapshot;
         final List<String> writers = new ArrayList<>();
         final List<String> tails = new ArrayList<>();
     }
@@ -88,6 +98,10 @@ public final class Main {
                 case "--tail" -> o.tails.add(v);
                 case "--name" -> o.name = v;
                 case "--target" -> o.target = v;
+                case "--lost" -> o.lost = v;
+                case "--lost-at" -> o.lostAt = Long.parseLong(v);
+                case "--within" -> o.withinSeconds = Long.parseLong(v);
+                case "--snapshot" -> o.snapshot = Path.of(v);
                 default -> usage("unknown option " + k);
             }
         }
@@ -100,6 +114,7 @@ public final class Main {
             case "clients" -> System.exit(clients(o));
             case "recover" -> System.exit(recover(o));
             case "check" -> System.exit(new Checker(o).run());
+            case "snapshot" -> System.exit(Lost.snapshot(o));
             default -> usage("unknown command " + args[0]);
         }
     }
@@ -161,7 +176,7 @@ public final class Main {
 
     private static void usage(String why) {
         System.err.println("chaos: " + why);
-        System.err.println("usage: clients|recover|check --uri U --dir D [options] (see Main.java)");
+        System.err.println("usage: clients|recover|check|snapshot --uri U --dir D [options] (see Main.java)");
         System.exit(2);
     }
 }
