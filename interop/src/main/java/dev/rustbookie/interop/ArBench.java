@@ -70,7 +70,8 @@ public final class ArBench {
         int a = num(o, "aq", 2);
         int open = num(o, "open", 8);
         long seed = Long.parseLong(o.getOrDefault("seed", "45"));
-        Semaphore window = new Semaphore(num(o, "window", 2000));
+        int windowSize = num(o, "window", 2000);
+        Semaphore window = new Semaphore(windowSize);
         AtomicReference<Throwable> failed = new AtomicReference<>();
         AtomicLong bytes = new AtomicLong();
         List<Long> ids = new ArrayList<>();
@@ -98,6 +99,12 @@ public final class ArBench {
                     if (failed.get() != null) {
                         throw new IllegalStateException("an add failed", failed.get());
                     }
+                }
+                // close errors out the adds still pending: every add of the batch answered first
+                window.acquire(windowSize);
+                window.release(windowSize);
+                if (failed.get() != null) {
+                    throw new IllegalStateException("an add failed", failed.get());
                 }
                 for (LedgerHandle lh : batch) {
                     lh.close();
