@@ -6,8 +6,13 @@
 //! Threads are summed per name (a name such as `iou-wrk-123` may be several threads), and a
 //! thread that exited is gone with its share. Where /proc has no schedstat (a kernel built
 //! without `CONFIG_SCHEDSTATS`, another OS) the answers are empty.
+//!
+//! [`process`] reads the whole process's CPU time, memory, descriptors and start time: the
+//! `process_*` series Java bookies export.
 
 #![forbid(unsafe_code)]
+
+pub mod process;
 
 use std::path::Path;
 

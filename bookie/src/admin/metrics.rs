@@ -416,6 +416,9 @@ pub struct Metrics {
 }
 
 const QUANTILES: [f64; 7] = [0.5, 0.75, 0.95, 0.99, 0.999, 0.9999, 1.0];
+/// The quantile labels as Java's exporter prints them (`Double.toString`): `1.0`, not `1`, which
+/// the dashboards' "(Max)" panels select.
+const QUANTILE_LABELS: [&str; 7] = ["0.5", "0.75", "0.95", "0.99", "0.999", "0.9999", "1.0"];
 
 impl Metrics {
     pub fn new(shards: usize) -> Metrics {
@@ -456,6 +459,19 @@ impl Metrics {
                 summary_lines(o, &full, &format!("success=\"{label}\""), &m);
             }
         }
+        // Java's processed-request OpStats, `bookkeeper_server_ADD_ENTRY` and `READ_ENTRY` (what
+        // the dashboards' rate and latency panels query): Java times them from the request's
+        // processing start to its completion, without the thread pool's queue; we have no such
+        // pool (a request is processed on the shard that decoded it, or queued to its ledger's
+        // shard as part of the add), so they are the same figures as the `_REQUEST` ones.
+        for (i, kind) in ["ADD_ENTRY", "READ_ENTRY"].iter().enumerate() {
+            let full = format!("bookkeeper_server_{kind}");
+            let _ = writeln!(o, "# TYPE {full} summary");
+            for (ok, label) in [(0usize, "false"), (1, "true")] {
+                let m = self.merged(|s| &s.requests[i][ok]);
+                summary_lines(o, &full, &format!("success=\"{label}\""), &m);
+            }
+        }
         for (i, kind) in ["ADD_ENTRY", "READ_ENTRY"].iter().enumerate() {
             let started = self.sum(|s| s.started[i].load(Ordering::Relaxed));
             let finished = self.sum(|s| s.finished[i].load(Ordering::Relaxed));
@@ -486,7 +502,8 @@ impl Metrics {
             "",
             self.sum(|s| s.read_bytes.load(Ordering::Relaxed)),
         );
-        // Garbage collection, Java's `bookie_gc_*` names.
+        // Garbage collection, in InterleavedLedgerStorage's `bookie_gc_*` names and
+        // DbLedgerStorage's `bookie_*` ones.
         type GcPick = fn(&GcStatus) -> &AtomicU64;
         let gc_series: [(&str, GcPick); 6] = [
             ("bookie_gc_MAJOR_COMPACTION_TOTAL", |g| &g.major_count),
@@ -509,12 +526,13 @@ impl Metrics {
             } else {
                 0
             };
-            counter(
-                o,
-                name,
-                "",
-                self.sum(|s| pick(&s.gc).load(Ordering::Relaxed)) + java,
-            );
+            let value = self.sum(|s| pick(&s.gc).load(Ordering::Relaxed)) + java;
+            counter(o, name, "", value);
+            // A DbLedgerStorage bookie (Pulsar's) names them without `gc_`, and the dashboards
+            // query those names: both are exported.
+            if let Some(db) = name.strip_prefix("bookie_gc_") {
+                counter(o, &format!("bookie_{db}"), "", value);
+            }
         }
         counter(
             o,
@@ -680,6 +698,7 @@ impl Metrics {
         }
         gauge(o, "bookie_rs_read_only_reasons", "", state.reasons() as f64);
         render_thread_schedstats(o, &procstat::threads());
+        render_process(o, &procstat::process::process());
         let name = "bookie_rs_stage_latency_ms";
         let _ = writeln!(o, "# TYPE {name} histogram");
         for (i, stage) in STAGE_NAMES.iter().enumerate() {
@@ -740,12 +759,39 @@ fn render_thread_schedstats(o: &mut String, threads: &[procstat::ThreadSched]) {
     }
 }
 
+/// The Prometheus client's `process_*` family, as a Java bookie exports it (its JVM's figures
+/// there, this process's here); a figure /proc did not give is left out.
+fn render_process(o: &mut String, p: &procstat::process::ProcessStat) {
+    let floats = [
+        ("process_cpu_seconds_total", "counter", p.cpu_seconds),
+        ("process_start_time_seconds", "gauge", p.start_time_seconds),
+    ];
+    for (name, kind, v) in floats {
+        if let Some(v) = v {
+            let _ = writeln!(o, "# TYPE {name} {kind}");
+            let _ = writeln!(o, "{name} {}", fmt_f64(v));
+        }
+    }
+    let ints = [
+        ("process_open_fds", p.open_fds),
+        ("process_max_fds", p.max_fds),
+        ("process_virtual_memory_bytes", p.virtual_memory_bytes),
+        ("process_resident_memory_bytes", p.resident_memory_bytes),
+    ];
+    for (name, v) in ints {
+        if let Some(v) = v {
+            let _ = writeln!(o, "# TYPE {name} gauge");
+            let _ = writeln!(o, "{name} {v}");
+        }
+    }
+}
+
 fn summary_lines(o: &mut String, name: &str, labels: &str, m: &Merged) {
-    for q in QUANTILES {
+    for (q, label) in QUANTILES.iter().zip(QUANTILE_LABELS) {
         let _ = writeln!(
             o,
-            "{name}{{{labels},quantile=\"{q}\"}} {}",
-            fmt_f64(m.quantile_ms(q))
+            "{name}{{{labels},quantile=\"{label}\"}} {}",
+            fmt_f64(m.quantile_ms(*q))
         );
     }
     let _ = writeln!(o, "{name}_count{{{labels}}} {}", m.count());
@@ -873,6 +919,26 @@ mod tests {
             "bookkeeper_server_ADD_ENTRY_REQUEST{success=\"false\",quantile=\"0.5\"} NaN"
         ));
         assert!(text.contains("bookie_SERVER_STATUS 1"));
+        // Java's processed-request OpStats (the dashboards' rate panels), the top quantile
+        // as Java prints it, both GC namings, the process family.
+        assert!(text.contains("bookkeeper_server_ADD_ENTRY_count{success=\"true\"} 100"));
+        assert!(text.contains("bookkeeper_server_READ_ENTRY_count{success=\"false\"} 0"));
+        assert!(text.contains("bookkeeper_server_ADD_ENTRY{success=\"true\",quantile=\"1.0\"} "));
+        assert!(!text.contains("quantile=\"1\""));
+        assert!(text.contains("bookie_gc_MAJOR_COMPACTION_TOTAL 0"));
+        assert!(text.contains("bookie_MAJOR_COMPACTION_TOTAL 0"));
+        assert!(text.contains("bookie_RECLAIMED_DELETION_SPACE_BYTES 0"));
+        assert!(
+            !text.contains("bookie_rs_gc_compacted_entries_")
+                && !text.contains("bookie_compacted_entries")
+        );
+        for name in [
+            "process_cpu_seconds_total",
+            "process_resident_memory_bytes",
+            "process_open_fds",
+        ] {
+            assert!(text.contains(&format!("# TYPE {name} ")), "{name}");
+        }
         assert!(text.contains("bookie_ledger_dir__data_ledgers_usage"));
         assert!(text.contains("bookie_journal_JOURNAL_QUEUE_SIZE{journalIndex=\"1\"} 0"));
         // Every sample line is `name{labels} value` or `name value`.
