@@ -134,6 +134,9 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         &config.disk,
         &crate::store::ledger_dirs::checked(&config),
     ));
+    if config.disk.persist_status {
+        state.persist_status(crate::admin::bookie_status::paths(&config.ledger_dirs));
+    }
     // A stopped Java bookie's directories: its journal tail becomes ours, its index files
     // are listed (`store::takeover`), before any shard opens its storage.
     let legacy = if take_over {

@@ -246,6 +246,13 @@ fn start_registered(zk: &Zk, conf: &Path, port: u16) -> BookieProcess {
     b
 }
 
+/// `PUT /api/v1/bookie/state/readonly`, which must succeed.
+fn set_read_only(http_port: u16, read_only: bool) {
+    let body = format!("{{\"readOnly\":{read_only}}}");
+    let (code, answer) = http(http_port, "PUT", "/api/v1/bookie/state/readonly", &body);
+    assert_eq!(code, 200, "{answer}");
+}
+
 fn add(ledger: i64, e: i64) -> Request {
     Request::AddEntry {
         ledger_id: ledger,
@@ -339,24 +346,12 @@ fn registers_serves_unregisters_and_refuses_a_cookie_mismatch() {
     assert!(matches!(r, Response::ReadEntry { .. }));
 
     // Read-only moves the registration, writable moves it back.
-    let (code, _) = http(
-        http_port,
-        "PUT",
-        "/api/v1/bookie/state/readonly",
-        "{\"readOnly\":true}",
-    );
-    assert_eq!(code, 200);
+    set_read_only(http_port, true);
     wait_for("the read-only registration", || {
         let l = list_bookies(&zk);
         l.read_only == [id.clone()] && l.writable.is_empty()
     });
-    let (code, _) = http(
-        http_port,
-        "PUT",
-        "/api/v1/bookie/state/readonly",
-        "{\"readOnly\":false}",
-    );
-    assert_eq!(code, 200);
+    set_read_only(http_port, false);
     wait_for("the writable registration", || {
         let l = list_bookies(&zk);
         l.writable == [id.clone()] && l.read_only.is_empty()
@@ -930,4 +925,66 @@ fn a_long_zookeeper_outage_neither_stops_the_bookie_nor_its_registration() {
     }
     eprintln!("{added} adds during a 12 s ZooKeeper outage, session {session:#x} kept");
     b.stop();
+}
+
+/// `persistBookieStatusEnabled=true`: a read-only set by an operator survives a restart (the
+/// bookie registers read-only at once, and adds are refused), in Java's `BOOKIE_STATUS`
+/// format; set writable again, the next start is writable. Without the key the file is not
+/// read: the bookie starts writable.
+#[test]
+fn a_manual_read_only_survives_a_restart_with_persisted_status() {
+    let Some(c) = Cluster::new(
+        "a_manual_read_only_survives_a_restart_with_persisted_status",
+        "bookie-status-",
+    ) else {
+        return;
+    };
+    let (zk, conf, port, http_port, ledgers) = (&c.zk, &c.conf, c.port, c.http_port, &c.ledgers);
+    let plain = std::fs::read_to_string(conf).unwrap();
+    std::fs::write(conf, format!("{plain}persistBookieStatusEnabled=true\n")).unwrap();
+    init_cluster(conf);
+    let id = format!("127.0.0.1:{port}");
+    let mut b = start_registered(zk, conf, port);
+    let status = ledgers.join("current/BOOKIE_STATUS");
+    assert!(!status.exists(), "no change of mode yet");
+    set_read_only(http_port, true);
+    let line = std::fs::read_to_string(&status).expect("BOOKIE_STATUS written");
+    let fields: Vec<&str> = line.trim_end().split(',').collect();
+    assert_eq!(
+        (fields.len(), fields[0], fields[1], fields[3]),
+        (4, "1", "READ_ONLY", "true"),
+        "{line:?}"
+    );
+    assert!(fields[2]
+        .parse::<i64>()
+        .is_ok_and(|ms| ms > 1_700_000_000_000));
+    b.stop();
+
+    // Restarted: read-only from the start, registered so, adds refused.
+    let mut b = start(conf, port);
+    wait_for("the read-only registration after the restart", || {
+        let l = list_bookies(zk);
+        l.read_only == [id.clone()] && l.writable.is_empty()
+    });
+    let r = b.client().call_v3(add(21, 0), None).expect("add").response;
+    assert_eq!(r.status(), StatusCode::EREADONLY);
+    let (_, body) = http(http_port, "GET", "/api/v1/bookie/state/readonly", "");
+    assert!(body.contains("true"), "{body}");
+    // Writable by hand, kept too.
+    set_read_only(http_port, false);
+    let line = std::fs::read_to_string(&status).unwrap();
+    assert!(
+        line.starts_with("1,READ_WRITE,") && line.ends_with(",false\n"),
+        "Java writes manual=false once writable: {line:?}"
+    );
+    b.stop();
+    let mut b = start_registered(zk, conf, port);
+    let r = b.client().call_v3(add(21, 0), None).expect("add").response;
+    assert_eq!(r.status(), StatusCode::EOK);
+
+    // A read-only file, but the key off: not read, the bookie starts writable.
+    std::fs::write(&status, "1,READ_ONLY,9999999999999,true\n").unwrap();
+    b.stop();
+    std::fs::write(conf, plain).unwrap();
+    let _b = start_registered(zk, conf, port);
 }

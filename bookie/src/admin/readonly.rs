@@ -148,6 +148,8 @@ pub struct BookieState {
     /// `diskUsageLwmThreshold` (Java: no writable directory left); read-only by the
     /// any-directory rule alone ends as soon as none is full.
     full_was_every: AtomicBool,
+    /// `persistBookieStatusEnabled`: the `BOOKIE_STATUS` files a change of mode is written to.
+    persist: std::sync::OnceLock<Vec<PathBuf>>,
 }
 
 /// No directory above `diskUsageWarnThreshold`.
@@ -181,6 +183,7 @@ impl BookieState {
                 .collect(),
             disk_pressure: AtomicU8::new(DISK_OK),
             full_was_every: AtomicBool::new(false),
+            persist: std::sync::OnceLock::new(),
         }
     }
 
@@ -240,11 +243,46 @@ impl BookieState {
             }
         }
         let ro = after != 0;
+        // Java writes BOOKIE_STATUS on a change of mode by an operator or by the disks; a
+        // storage failure is read-only until the restart (Java stops), so it is not kept.
+        if (before != 0) != ro && (set | clear) & (MANUAL | DISK_FULL) != 0 {
+            if let Some(files) = self.persist.get() {
+                let status = crate::admin::bookie_status::BookieStatus {
+                    read_only: ro,
+                    last_update_ms: crate::admin::metrics::now_ms(),
+                    // Java's isManuallyModifiedToReadOnly: false once writable
+                    manual: after & MANUAL != 0,
+                };
+                let _ = crate::admin::bookie_status::write_all(files, &status);
+            }
+        }
         self.changes.send_if_modified(|v| {
             let changed = *v != ro;
             *v = ro;
             changed
         });
+    }
+
+    /// `persistBookieStatusEnabled`: from now on a change of mode is written to `files`; and
+    /// the newest of them, read now, gives the mode to start in (before the registration). A
+    /// read-only kept by an operator's hand comes back as theirs (sticky); one the disks set
+    /// comes back as the disks' (the next disk check clears it when none is full).
+    pub fn persist_status(&self, files: Vec<PathBuf>) {
+        let saved = crate::admin::bookie_status::read_newest(&files);
+        let _ = self.persist.set(files);
+        match saved {
+            Some(s)
+                if s.read_only && self.read_only_mode_enabled && self.reasons() & FORCED == 0 =>
+            {
+                let (bit, why) = if s.manual {
+                    (MANUAL, "read-only as an operator left it (BOOKIE_STATUS)")
+                } else {
+                    (DISK_FULL, "read-only as the disks left it (BOOKIE_STATUS)")
+                };
+                self.update(bit, 0, why);
+            }
+            _ => {}
+        }
     }
 
     /// A journal or ledger-storage failure: read-only until restart.

@@ -552,20 +552,20 @@ fn java_forms_and_interpolation() {
 fn unhonoured_keys_warn_on_their_own_line() {
     let (_, a) = conf(
         "journalSyncData=true\njournalWriteData=true\n\
-         persistBookieStatusEnabled=false\nzkEnableSecurity=false\nextraServerComponents=\n\
+         zkEnableSecurity=false\nextraServerComponents=\n\
          dataIntegrityChecking=false\n",
     )
     .unwrap();
     assert!(a.warnings.is_empty(), "{:?}", a.warnings);
-    assert_eq!(a.ignored.len(), 6);
+    assert_eq!(a.ignored.len(), 5);
     let (_, a) = conf(
         "journalSyncData=false\njournalWriteData=false\n\
-         persistBookieStatusEnabled=true\nzkEnableSecurity=true\n\
+         zkEnableSecurity=true\n\
          extraServerComponents=org.apache.bookkeeper.stream.server.StreamStorageLifecycleComponent\n\
          dataIntegrityChecking=true\n",
     )
     .unwrap();
-    assert_eq!(a.warnings.len(), 6, "{:#?}", a.warnings);
+    assert_eq!(a.warnings.len(), 5, "{:#?}", a.warnings);
     assert!(
         a.warnings[0].starts_with("journalSyncData=false"),
         "{}",

@@ -499,12 +499,14 @@ pub static KEYS: &[Key] = &[
     ignored("minUsableSizeForEntryLogCreation", Ty::Long, "Java's read-only entry-log creation floor; this bookie's flush stops at diskUsageThreshold and keeps minUsableSizeForHighPriorityWrites"),
     ignored("minUsableSizeForIndexFileCreation", Ty::Long, "Java's read-only index-file creation floor; this bookie's flush stops at diskUsageThreshold and keeps minUsableSizeForHighPriorityWrites"),
     ignored("allowMultipleDirsUnderSameDiskPartition", Ty::Bool, "Java's refusal of two directories on one partition; this bookie accounts for disk usage per file system"),
-    unhonoured(
+    applied(
         "persistBookieStatusEnabled",
         Ty::Bool,
-        Ours::Bool(false),
-        "this bookie does not keep a read-only state set by hand across a restart: it starts \
-         writable (set forceReadOnlyBookie=true to keep a bookie read-only)",
+        "the read-only or writable mode kept across restarts in BOOKIE_STATUS (Java's format)",
+        |x, v| {
+            x.c.disk.persist_status = v.boolean()?;
+            Ok(())
+        },
     ),
     // --- Requests and connections ---
     applied("nettyMaxFrameSizeBytes", Ty::Int, "the largest frame accepted", |x, v| {

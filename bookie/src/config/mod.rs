@@ -215,6 +215,9 @@ pub struct DiskConfig {
     /// as any ledger (or index) directory is full, writable again when none is; false: only
     /// when every one is, the others taking the new entry logs meanwhile.
     pub read_only_on_any_full: bool,
+    /// `persistBookieStatusEnabled` (false): the mode kept across restarts in `BOOKIE_STATUS`
+    /// (`admin/bookie_status.rs`).
+    pub persist_status: bool,
 }
 
 impl Default for DiskConfig {
@@ -228,6 +231,7 @@ impl Default for DiskConfig {
             force_read_only: false,
             min_usable_for_high_priority: 1 << 30,
             read_only_on_any_full: true,
+            persist_status: false,
         }
     }
 }

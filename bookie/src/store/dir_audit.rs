@@ -227,6 +227,8 @@ fn scan_current(current: &Path) -> Result<(Vec<String>, bool), String> {
         let is_dir = is_dir(&entry.path());
         match (name.as_str(), is_dir) {
             ("VERSION" | "VERSION.tmp", false) => {}
+            // the mode kept by persistBookieStatusEnabled, Java's and ours alike
+            ("BOOKIE_STATUS" | "BOOKIE_STATUS.tmp", false) => {}
             // `lastMark.<n>` with several journal directories
             (n, false) if n.starts_with("lastMark") => marks += 1,
             ("ledgers", true) => found.push(
