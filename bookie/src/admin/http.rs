@@ -349,6 +349,13 @@ async fn route(admin: &Admin, r: &Request) -> Response {
             return crate::autorecovery::routes::response(answer);
         }
     }
+    if let Some(routes) = &admin.autorecovery {
+        let answer =
+            crate::admin::cluster_routes::route(routes, &r.method, &r.path, &r.query).await;
+        if let Some(answer) = answer {
+            return crate::autorecovery::routes::response(answer);
+        }
+    }
     match r.path.as_str() {
         "/heartbeat" => Response::text(200, "OK\n"),
         "/api/v1/config/server_config" if get => server_config(&admin.config),

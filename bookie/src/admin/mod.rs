@@ -2,8 +2,10 @@
 //! of them run: `endpoints`), metrics, its process-wide state (read-only mode), and its
 //! registration in ZooKeeper.
 
+pub mod bookie_status;
 pub mod clock;
 pub mod cluster;
+pub mod cluster_routes;
 pub mod endpoints;
 pub mod http;
 pub mod jackson;

@@ -58,7 +58,7 @@ impl AutorecoveryRoutes {
     }
 
     /// The admin server's session (made again if the last one failed).
-    async fn session(&self) -> Result<(Client, UrManager), String> {
+    pub(crate) async fn session(&self) -> Result<(Client, UrManager), String> {
         let mut guard = self.zk.lock().await;
         if let Some(c) = guard.as_ref() {
             if let Ok(m) = UrManager::open(c.clone(), &self.cfg, "").await {

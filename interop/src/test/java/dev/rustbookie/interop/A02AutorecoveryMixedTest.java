@@ -37,7 +37,8 @@ import org.junit.jupiter.api.Timeout;
  * then two of Java's ReplicationWorkers (own JVMs) heal them; the decommission route of ours
  * removes the lost bookie's cookie once its data is safe.</li>
  * </ul>
- * In both the autorecovery routes of our bookie answer byte for byte as the Java bookie's, every
+ * In both the autorecovery routes of our bookie (and list_bookies, cluster_info) answer byte for
+ * byte as the Java bookie's, every
  * ledger ends closed with no ensemble naming the lost bookie, and a second loss then loses no
  * acknowledged entry.
  */
@@ -50,7 +51,11 @@ class A02AutorecoveryMixedTest {
             "/api/v1/autorecovery/status",
             "/api/v1/autorecovery/who_is_auditor",
             "/api/v1/autorecovery/lost_bookie_recovery_delay",
-            "/api/v1/autorecovery/list_under_replicated_ledger");
+            "/api/v1/autorecovery/list_under_replicated_ledger",
+            // the cluster as Java's admin routes describe it (issue 46)
+            "/api/v1/bookie/list_bookies",
+            "/api/v1/bookie/list_bookies?type=ro",
+            "/api/v1/bookie/cluster_info");
 
     @Test
     void javaAuditorOurWorkers() throws Exception {
