@@ -42,7 +42,6 @@ import org.junit.jupiter.api.Timeout;
  * ledger ends closed with no ensemble naming the lost bookie, and a second loss then loses no
  * acknowledged entry.
  */
-@Tag("smoke")
 @Timeout(value = 420, unit = TimeUnit.SECONDS)
 class A02AutorecoveryMixedTest {
     static final long SEED = 4502;
@@ -58,6 +57,7 @@ class A02AutorecoveryMixedTest {
             "/api/v1/bookie/cluster_info");
 
     @Test
+    @Tag("smoke")
     void javaAuditorOurWorkers() throws Exception {
         try (Cluster c = new Cluster("a02-java-auditor")) {
             Setup s = setup(c);
@@ -113,7 +113,9 @@ class A02AutorecoveryMixedTest {
         }
     }
 
+    /** In the full tier: A01 runs our auditor in CI, and CI's 35 minutes are nearly spent. */
     @Test
+    @Tag("full")
     void ourAuditorJavaWorkers() throws Exception {
         try (Cluster c = new Cluster("a02-our-auditor")) {
             Setup s = setup(c);
