@@ -32,8 +32,10 @@ async fn marking_claiming_and_replicated_as_java_lays_them_out() {
             .0,
         b"type: \"BASIC\"\nversion: 1\n"
     );
+    assert!(!m.any().await.unwrap(), "nothing marked yet");
     // Mark, then mark again with another bookie: merged, ctime moved; a repeat changes nothing.
     m.mark(1234567, &["a:3181".into()], Some(10)).await.unwrap();
+    assert!(m.any().await.unwrap(), "one ledger marked");
     let path = "/ledgers/underreplication/ledgers/0000/0000/0012/d687/urL0001234567";
     assert_eq!(
         client.get_data(path).await.unwrap().0,

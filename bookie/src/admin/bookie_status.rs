@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 pub const FILE_NAME: &str = "BOOKIE_STATUS";
 /// The only layout version Java writes and reads.
 const LAYOUT_VERSION: u32 = 1;
+/// How much of a status file is read: its line is under 60 bytes.
+const MAX_FILE_BYTES: u64 = 4096;
 
 /// A persisted mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +33,18 @@ pub struct BookieStatus {
 }
 
 impl BookieStatus {
+    /// The mode as of now (Java stamps `System.currentTimeMillis()`).
+    pub fn now(read_only: bool, manual: bool) -> BookieStatus {
+        let last_update_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        BookieStatus {
+            read_only,
+            last_update_ms,
+            manual,
+        }
+    }
+
     /// The line Java's `BookieStatus.toString` writes, newline included.
     pub fn to_line(self) -> String {
         format!(
@@ -84,7 +98,7 @@ pub fn paths(ledger_dirs: &[PathBuf]) -> Vec<PathBuf> {
 pub fn read_newest(files: &[PathBuf]) -> Option<BookieStatus> {
     let mut newest: Option<BookieStatus> = None;
     for f in files {
-        let text = match std::fs::read_to_string(f) {
+        let text = match read_head(f) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => {
@@ -105,6 +119,17 @@ pub fn read_newest(files: &[PathBuf]) -> Option<BookieStatus> {
         }
     }
     newest
+}
+
+/// The first bytes of a status file: one line is all Java reads, so a file grown by anything
+/// else is not read whole.
+fn read_head(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut head = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES)
+        .read_to_end(&mut head)?;
+    Ok(String::from_utf8_lossy(&head).into_owned())
 }
 
 /// Writes `status` to every file (its `current/` is made when missing). Each is written whole
@@ -182,6 +207,10 @@ mod tests {
         write_all(&files[1..2], &new).unwrap();
         std::fs::write(&files[2], "garbage\n").unwrap();
         assert_eq!(read_newest(&files), Some(new));
+        // A first line followed by a mountain of bytes: the line counts, the rest is not read.
+        let newest = "1,READ_ONLY,30,true\n".to_string() + &"x".repeat(1 << 20);
+        std::fs::write(&files[2], newest).unwrap();
+        assert_eq!(read_newest(&files).map(|s| s.last_update_ms), Some(30));
         assert!(!files[0].with_file_name("BOOKIE_STATUS.tmp").exists());
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -94,7 +94,7 @@ async fn cluster_info(zk: &AutorecoveryRoutes, method: &str) -> Answer {
     let cfg = &zk.cfg;
     let auditor = current_auditor(&client, cfg).await.ok().flatten();
     let (Ok(under), Ok(enabled), Ok(list), Ok(all)) = (
-        ur.list().await,
+        ur.any().await,
         ur.is_enabled().await,
         metadata::cluster::list_bookies(&client, cfg).await,
         metadata::cluster::list_all_bookies(&client, cfg).await,
@@ -106,7 +106,7 @@ async fn cluster_info(zk: &AutorecoveryRoutes, method: &str) -> Answer {
     let fields = [
         ("auditorElected", Value::Bool(auditor.is_some())),
         ("auditorId", Value::String(auditor.unwrap_or_default())),
-        ("clusterUnderReplicated", Value::Bool(!under.is_empty())),
+        ("clusterUnderReplicated", Value::Bool(under)),
         ("ledgerReplicationEnabled", Value::Bool(enabled)),
         ("totalBookiesCount", total.into()),
         ("writableBookiesCount", writable.into()),

@@ -198,6 +198,20 @@ pub struct Response {
 }
 
 impl Response {
+    /// A route's answer (`autorecovery::routes::Answer`): status, body, and whether the body
+    /// is JSON.
+    pub fn answer((status, body, is_json): (u16, String, bool)) -> Response {
+        Response {
+            status,
+            content_type: if is_json {
+                "application/json"
+            } else {
+                "text/plain; charset=utf-8"
+            },
+            body: body.into_bytes(),
+        }
+    }
+
     pub fn text(status: u16, body: &str) -> Response {
         Response {
             status,
@@ -346,14 +360,14 @@ async fn route(admin: &Admin, r: &Request) -> Response {
             );
         };
         if let Some(answer) = routes.route(&r.method, sub, &r.query, &r.body).await {
-            return crate::autorecovery::routes::response(answer);
+            return Response::answer(answer);
         }
     }
     if let Some(routes) = &admin.autorecovery {
         let answer =
             crate::admin::cluster_routes::route(routes, &r.method, &r.path, &r.query).await;
         if let Some(answer) = answer {
-            return crate::autorecovery::routes::response(answer);
+            return Response::answer(answer);
         }
     }
     match r.path.as_str() {

@@ -451,26 +451,21 @@ impl Metrics {
         let o = &mut out;
         let status = if state.is_read_only() { 0 } else { 1 };
         gauge(o, "bookie_SERVER_STATUS", "", status as f64);
-        for (i, name) in OP_NAMES.iter().enumerate() {
-            let full = format!("bookkeeper_server_{name}");
-            let _ = writeln!(o, "# TYPE {full} summary");
-            for (ok, label) in [(0usize, "false"), (1, "true")] {
-                let m = self.merged(|s| &s.requests[i][ok]);
-                summary_lines(o, &full, &format!("success=\"{label}\""), &m);
-            }
-        }
         // Java's processed-request OpStats, `bookkeeper_server_ADD_ENTRY` and `READ_ENTRY` (what
         // the dashboards' rate and latency panels query): Java times them from the request's
         // processing start to its completion, without the thread pool's queue; we have no such
         // pool (a request is processed on the shard that decoded it, or queued to its ledger's
-        // shard as part of the add), so they are the same figures as the `_REQUEST` ones.
-        for (i, kind) in ["ADD_ENTRY", "READ_ENTRY"].iter().enumerate() {
-            let full = format!("bookkeeper_server_{kind}");
-            let _ = writeln!(o, "# TYPE {full} summary");
-            for (ok, label) in [(0usize, "false"), (1, "true")] {
-                let m = self.merged(|s| &s.requests[i][ok]);
-                summary_lines(o, &full, &format!("success=\"{label}\""), &m);
+        // shard as part of the add), so they are the `_REQUEST` figures, merged once for both.
+        let mut processed = Vec::with_capacity(2);
+        for (i, name) in OP_NAMES.iter().enumerate() {
+            let merged = [0, 1].map(|ok| self.merged(|s| &s.requests[i][ok]));
+            request_summary(o, &format!("bookkeeper_server_{name}"), &merged);
+            if i < 2 {
+                processed.push(merged);
             }
+        }
+        for (merged, kind) in processed.iter().zip(["ADD_ENTRY", "READ_ENTRY"]) {
+            request_summary(o, &format!("bookkeeper_server_{kind}"), merged);
         }
         for (i, kind) in ["ADD_ENTRY", "READ_ENTRY"].iter().enumerate() {
             let started = self.sum(|s| s.started[i].load(Ordering::Relaxed));
@@ -783,6 +778,14 @@ fn render_process(o: &mut String, p: &procstat::process::ProcessStat) {
             let _ = writeln!(o, "# TYPE {name} gauge");
             let _ = writeln!(o, "{name} {v}");
         }
+    }
+}
+
+/// A request summary as Java writes it: the failed block, then the successful one.
+fn request_summary(o: &mut String, name: &str, merged: &[Merged; 2]) {
+    let _ = writeln!(o, "# TYPE {name} summary");
+    for (m, label) in merged.iter().zip(["false", "true"]) {
+        summary_lines(o, name, &format!("success=\"{label}\""), m);
     }
 }
 

@@ -247,12 +247,9 @@ impl BookieState {
         // storage failure is read-only until the restart (Java stops), so it is not kept.
         if (before != 0) != ro && (set | clear) & (MANUAL | DISK_FULL) != 0 {
             if let Some(files) = self.persist.get() {
-                let status = crate::admin::bookie_status::BookieStatus {
-                    read_only: ro,
-                    last_update_ms: crate::admin::metrics::now_ms(),
-                    // Java's isManuallyModifiedToReadOnly: false once writable
-                    manual: after & MANUAL != 0,
-                };
+                // Java's isManuallyModifiedToReadOnly: false once writable
+                let status =
+                    crate::admin::bookie_status::BookieStatus::now(ro, after & MANUAL != 0);
                 let _ = crate::admin::bookie_status::write_all(files, &status);
             }
         }

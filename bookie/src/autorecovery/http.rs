@@ -24,7 +24,7 @@ impl Service for StandaloneAdmin {
         Box::pin(async move {
             if let Some(sub) = r.path.strip_prefix("/api/v1/autorecovery/") {
                 if let Some(answer) = self.routes.route(&r.method, sub, &r.query, &r.body).await {
-                    return super::routes::response(answer);
+                    return crate::admin::http::Response::answer(answer);
                 }
             }
             match (r.method.as_str(), r.path.as_str()) {

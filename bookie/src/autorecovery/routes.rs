@@ -24,19 +24,6 @@ pub struct AutorecoveryRoutes {
 /// An answer: status, body, and whether the body is JSON.
 pub type Answer = (u16, String, bool);
 
-/// An answer as the HTTP server sends it.
-pub fn response((status, body, is_json): Answer) -> crate::admin::http::Response {
-    crate::admin::http::Response {
-        status,
-        content_type: if is_json {
-            "application/json"
-        } else {
-            "text/plain; charset=utf-8"
-        },
-        body: body.into_bytes(),
-    }
-}
-
 fn text(status: u16, body: impl Into<String>) -> Answer {
     (status, body.into(), false)
 }

@@ -255,6 +255,24 @@ impl UrManager {
         Ok(out)
     }
 
+    /// Whether any ledger is marked under-replicated (`listLedgersToRereplicate().hasNext()`):
+    /// the walk stops at the first record, reading no record's data.
+    pub async fn any(&self) -> Result<bool> {
+        let mut stack = vec![(self.ledgers(), 0usize)];
+        while let Some((p, depth)) = stack.pop() {
+            for c in self.children(&p).await? {
+                if c.starts_with("urL") {
+                    if ledger_of(&c).is_some() {
+                        return Ok(true);
+                    }
+                } else if depth < 4 {
+                    stack.push((format!("{p}/{c}"), depth + 1));
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// The under-replicated ledgers and their records (`listLedgersToRereplicate`).
     pub async fn list(&self) -> Result<Vec<(u64, UrRecord)>> {
         let mut out = Vec::new();

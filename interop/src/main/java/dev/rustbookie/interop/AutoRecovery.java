@@ -104,10 +104,7 @@ public final class AutoRecovery implements AutoCloseable {
             cmd.add("-Xmx256m");
             cmd.add("-XX:+UseSerialGC");
             cmd.addAll(Settings.jvmFlags());
-            cmd.add("-Djava.io.tmpdir=" + dir.resolve("tmp"));
-            cmd.add("-Dlog4j.configurationFile=" + log4j);
-            cmd.add("-Dlog4j2.configurationFile=" + log4j);
-            cmd.add("-Dinterop.run=" + cluster.runDir);
+            cmd.addAll(Settings.processFlags(dir, log4j, cluster.runDir));
             cmd.add("-cp");
             cmd.add(Settings.classpath());
             if (kind == Kind.JAVA) {

@@ -52,11 +52,7 @@ public final class JavaBookie extends Bookie {
         cmd.add("-XX:+ParallelRefProcEnabled");
         cmd.add("-XX:+DisableExplicitGC");
         cmd.addAll(Settings.jvmFlags());
-        cmd.add("-Djava.io.tmpdir=" + dir.resolve("tmp"));
-        cmd.add("-Dio.netty.native.workdir=" + dir.resolve("tmp"));
-        cmd.add("-Dlog4j.configurationFile=" + log4j);
-        cmd.add("-Dlog4j2.configurationFile=" + log4j);
-        cmd.add("-Dinterop.run=" + cluster.runDir);
+        cmd.addAll(Settings.processFlags(dir, log4j, cluster.runDir));
         cmd.add("-cp");
         cmd.add(Settings.classpath());
         cmd.add("org.apache.bookkeeper.server.Main");

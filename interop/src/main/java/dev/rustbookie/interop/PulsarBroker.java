@@ -116,11 +116,7 @@ public final class PulsarBroker implements AutoCloseable {
             cmd.add(o + "=ALL-UNNAMED");
         }
         cmd.add("-Dzookeeper.sasl.client=false");
-        cmd.add("-Djava.io.tmpdir=" + dir.resolve("tmp"));
-        cmd.add("-Dio.netty.native.workdir=" + dir.resolve("tmp"));
-        cmd.add("-Dlog4j.configurationFile=" + log4j);
-        cmd.add("-Dlog4j2.configurationFile=" + log4j);
-        cmd.add("-Dinterop.run=" + cluster.runDir);
+        cmd.addAll(Settings.processFlags(dir, log4j, cluster.runDir));
         cmd.add("-cp");
         cmd.add(classpath());
         return cmd;

@@ -66,6 +66,20 @@ public final class Settings {
         return new ArrayList<>(Arrays.asList(v.trim().split("\\s+")));
     }
 
+    /**
+     * The flags every JVM the harness starts takes: its temporary and Netty native directories
+     * under {@code dir}, its log4j configuration, and the run it belongs to (found by a later
+     * cleanup).
+     */
+    public static List<String> processFlags(Path dir, Path log4j, Path runDir) {
+        return List.of(
+                "-Djava.io.tmpdir=" + dir.resolve("tmp"),
+                "-Dio.netty.native.workdir=" + dir.resolve("tmp"),
+                "-Dlog4j.configurationFile=" + log4j,
+                "-Dlog4j2.configurationFile=" + log4j,
+                "-Dinterop.run=" + runDir);
+    }
+
     public static String javaBin() {
         return Paths.get(System.getProperty("java.home"), "bin", "java").toString();
     }
