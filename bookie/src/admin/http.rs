@@ -4,11 +4,17 @@
 //! It runs on its own thread with its own current-thread tokio runtime, never on a shard, so
 //! a scrape or a slow admin client cannot delay a request. The HTTP/1.1 handling is ours and
 //! small on purpose: a handful of routes with tiny bodies, answered with `Connection: close`,
-//! do not justify hyper's dependency tree in a from-scratch CI build. Limits keep a bad client
-//! harmless: 16 KiB of request head, 64 KiB of body (Content-Length only), 10 s to send it,
-//! at most [`MAX_CONNECTIONS`] connections at once (one more is closed unanswered, so idle
-//! or slow clients cannot pile up tasks and buffers, nor TLS handshakes);
-//! anything malformed gets a 400 and the connection closed, never a panic.
+//! do not justify hyper's dependency tree in a from-scratch CI build. The request framing
+//! (request line, headers, `Content-Length`, limits) is the `httpwire` crate's, without I/O
+//! and fuzzed; this module does the sockets, the deadline and the routes. Limits keep a bad
+//! client harmless: 16 KiB of request head (431 beyond), 64 KiB of body (Content-Length only;
+//! 413 beyond), 10 s to send it and take the answer (`HttpServer::start_with_timeout` sets
+//! another), at most [`MAX_CONNECTIONS`] connections at once (one more is closed unanswered,
+//! so idle or slow clients cannot pile up tasks and buffers, nor TLS handshakes); anything
+//! malformed gets a 400, and a client too slow is closed unanswered, never a panic. One
+//! request per connection: bytes after it are ignored. After a refusal the server reads and
+//! drops what the client still sends (up to a request's worth, within the deadline) before
+//! it closes, so that the client reads the answer rather than a reset.
 //!
 //! With `httpServerTlsEnable` it speaks HTTPS only and requires a client certificate signed by
 //! its trust store, as Java's does (`security/http_tls.rs`); the handshake counts against the
@@ -31,6 +37,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
+use httpwire::{Refusal, RequestReader};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
@@ -41,9 +48,13 @@ use crate::config::BookieConfig;
 use crate::gc::GcTrigger;
 use crate::shard::mailbox::{AdminQuery, GcRequest, ShardHandle};
 
-const MAX_HEAD: usize = 16 << 10;
-const MAX_BODY: usize = 64 << 10;
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+pub use httpwire::Request;
+
+/// The time a client has to send its request and take the answer (TLS handshake included).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// After a refusal, how much of what the client still sends is read and dropped before the
+/// connection closes: a whole request's worth.
+const DRAIN_BYTES_MAX: usize = httpwire::MAX_HEAD + httpwire::MAX_BODY;
 /// Connections served at once; a scrape and a few operators need a handful.
 pub const MAX_CONNECTIONS: usize = 64;
 
@@ -94,6 +105,19 @@ impl HttpServer {
         port: u16,
         tls: Option<Arc<rustls::ServerConfig>>,
     ) -> Result<HttpServer, String> {
+        Self::start_with_timeout(admin, host, port, tls, REQUEST_TIMEOUT)
+    }
+
+    /// [`HttpServer::start`] with another deadline than [`REQUEST_TIMEOUT`] for each
+    /// connection: a client still sending its request, or not taking the answer, when it
+    /// passes is closed unanswered.
+    pub fn start_with_timeout<S: Service>(
+        admin: S,
+        host: &str,
+        port: u16,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        request_timeout: Duration,
+    ) -> Result<HttpServer, String> {
         let tls = tls.map(TlsAcceptor::from);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -130,7 +154,7 @@ impl HttpServer {
                                     let tls = tls.clone();
                                     tokio::spawn(async move {
                                         let _slot = slot;
-                                        let _ = tokio::time::timeout(REQUEST_TIMEOUT, async {
+                                        let _ = tokio::time::timeout(request_timeout, async {
                                             match tls {
                                                 None => serve(stream, &*admin).await,
                                                 // A failed handshake (no or an untrusted
@@ -178,15 +202,6 @@ impl Drop for HttpServer {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-/// A parsed request.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Request {
-    pub method: String,
-    pub path: String,
-    pub query: String,
-    pub body: Vec<u8>,
 }
 
 /// An answer.
@@ -254,9 +269,12 @@ fn reason(status: u16) -> &'static str {
 }
 
 async fn serve<S: AsyncRead + AsyncWrite + Unpin, A: Service>(mut stream: S, admin: &A) {
-    let response = match read_request(&mut stream).await {
-        Ok(request) => admin.handle(&request).await,
-        Err(response) => response,
+    let (response, refused) = match read_request(&mut stream).await {
+        Ok(request) => (admin.handle(&request).await, false),
+        Err(refusal) => (
+            Response::text(refusal.status, &format!("{}\n", refusal.reason)),
+            true,
+        ),
     };
     let head = format!(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -268,81 +286,40 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin, A: Service>(mut stream: S, adm
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(&response.body).await;
     let _ = stream.shutdown().await;
-}
-
-async fn read_request<S: AsyncRead + Unpin>(stream: &mut S) -> Result<Request, Response> {
-    let mut buf = Vec::with_capacity(1024);
-    let head_end = loop {
-        if let Some(i) = find(&buf, b"\r\n\r\n") {
-            break i;
-        }
-        if buf.len() > MAX_HEAD {
-            return Err(Response::text(431, "request head too large\n"));
-        }
-        let mut chunk = [0u8; 4096];
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return Err(Response::text(400, "incomplete request\n")),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    };
-    let (mut request, content_length) = parse_head(&buf[..head_end])?;
-    let mut body = buf[head_end + 4..].to_vec();
-    while body.len() < content_length {
-        let mut chunk = [0u8; 4096];
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return Err(Response::text(400, "incomplete body\n")),
-            Ok(n) => body.extend_from_slice(&chunk[..n]),
-        }
+    if refused {
+        // Closing with unread bytes would send a reset, which can destroy the answer before
+        // the client reads it (RFC 9112 §9.6).
+        drain(&mut stream).await;
     }
-    body.truncate(content_length);
-    request.body = body;
-    Ok(request)
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-/// The request line and the headers that matter; the body's length.
-pub fn parse_head(head: &[u8]) -> Result<(Request, usize), Response> {
-    let bad = |why: &str| Response::text(400, &format!("{why}\n"));
-    let head = std::str::from_utf8(head).map_err(|_| bad("request head is not UTF-8"))?;
-    let mut lines = head.split("\r\n");
-    let line = lines.next().unwrap_or_default();
-    let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(bad("malformed request line"));
-    };
-    if !version.starts_with("HTTP/1.") || method.is_empty() || !target.starts_with('/') {
-        return Err(bad("malformed request line"));
-    }
-    let mut content_length = 0usize;
-    for header in lines {
-        let Some((name, value)) = header.split_once(':') else {
-            return Err(bad("malformed header"));
+/// Reads one request (`httpwire` decides) until it is whole, refused, or the client stops
+/// sending.
+async fn read_request<S: AsyncRead + Unpin>(stream: &mut S) -> Result<Request, Refusal> {
+    let mut reader = RequestReader::default();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
         };
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("content-length") {
-            content_length = value.parse().map_err(|_| bad("bad Content-Length"))?;
-            if content_length > MAX_BODY {
-                return Err(Response::text(413, "body too large\n"));
-            }
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            return Err(Response::text(411, "send a Content-Length\n"));
+        if reader.push(&chunk[..n]) != httpwire::Progress::NeedMore {
+            break;
         }
     }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    Ok((
-        Request {
-            method: method.to_string(),
-            path: path.trim_end_matches('/').to_string(),
-            query: query.to_string(),
-            body: Vec::new(),
-        },
-        content_length,
-    ))
+    reader.finish()
+}
+
+/// Reads and drops until the client closes, fails, or sends more than [`DRAIN_BYTES_MAX`].
+async fn drain<S: AsyncRead + Unpin>(stream: &mut S) {
+    let mut chunk = [0u8; 4096];
+    let mut drained = 0;
+    while drained <= DRAIN_BYTES_MAX {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => drained += n,
+        }
+    }
 }
 
 async fn route(admin: &Admin, r: &Request) -> Response {
@@ -583,35 +560,4 @@ async fn list_ledgers(admin: &Admin) -> Response {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn request_heads() {
-        let (r, len) =
-            parse_head(b"PUT /api/v1/bookie/state/readonly/?x=1 HTTP/1.1\r\nContent-Length: 17")
-                .unwrap();
-        assert_eq!(r.method, "PUT");
-        assert_eq!(r.path, "/api/v1/bookie/state/readonly");
-        assert_eq!(r.query, "x=1");
-        assert_eq!(len, 17);
-        let bad: [&[u8]; 8] = [
-            b"",
-            b"GET",
-            b"GET /x",
-            b"GET x HTTP/1.1",
-            b"GET /x HTTP/1.1 extra",
-            b"GET /x SPDY/3\r\n",
-            b"GET /x HTTP/1.1\r\nContent-Length: lots",
-            b"GET /x HTTP/1.1\r\nno colon",
-        ];
-        for head in bad {
-            assert_eq!(parse_head(head).unwrap_err().status, 400, "{head:?}");
-        }
-        let huge = parse_head(b"PUT /x HTTP/1.1\r\nContent-Length: 99999999").unwrap_err();
-        assert_eq!(huge.status, 413);
-        let chunked = parse_head(b"PUT /x HTTP/1.1\r\nTransfer-Encoding: chunked").unwrap_err();
-        assert_eq!(chunked.status, 411);
-        assert_eq!(parse_head(&[0xff, 0xfe]).unwrap_err().status, 400);
-    }
-}
+mod bad_input;
