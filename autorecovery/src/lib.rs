@@ -12,6 +12,7 @@
 
 pub mod auditor;
 pub mod copy;
+pub mod digest;
 pub mod entry;
 pub mod fragments;
 pub mod live;

@@ -413,7 +413,7 @@ fn ledger_znode(id: u64) -> String {
 /// Deleted-ledger GC against a real ZooKeeper: ledgers whose metadata znodes are deleted are
 /// dropped by a forced GC (PUT /api/v1/bookie/gc), their entries vanish (ENOLEDGER), entry-log
 /// space is reclaimed by compaction, the survivors read back byte for byte before and after a
-/// restart, and /api/v1/bookie/gc_details and /metrics show it.
+/// restart, and /api/v1/bookie/gc/details (ours) and /metrics show it.
 #[test]
 fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
     let Some(Cluster {
@@ -510,7 +510,7 @@ fn gc_drops_ledgers_deleted_in_zookeeper_and_reclaims_space() {
     assert_eq!(code, 200, "{body_text}");
     assert!(body_text.contains("Triggered GC"), "{body_text}");
     let details = || {
-        let (code, text) = http(http_port, "GET", "/api/v1/bookie/gc_details", "");
+        let (code, text) = http(http_port, "GET", "/api/v1/bookie/gc/details", "");
         assert_eq!(code, 200, "{text}");
         serde_json::from_str::<serde_json::Value>(&text).expect("gc_details is JSON")
     };
@@ -681,7 +681,7 @@ fn gc_drops_overreplicated_ledgers_under_the_replication_lock() {
         }
     }
     let deleted = || {
-        let (code, text) = http(http_port, "GET", "/api/v1/bookie/gc_details", "");
+        let (code, text) = http(http_port, "GET", "/api/v1/bookie/gc/details", "");
         assert_eq!(code, 200, "{text}");
         let v: serde_json::Value = serde_json::from_str(&text).expect("gc_details is JSON");
         v.as_array()

@@ -79,8 +79,17 @@ impl LiveCluster {
         Ok(addr)
     }
 
+    /// The ledger layout the cluster's `LAYOUT` node names (hierarchical when absent).
+    pub fn layout(&self) -> LedgerLayout {
+        self.layout
+    }
+
     /// One batch to `bookie` on an idle connection (opened if none; dropped on failure).
-    async fn call(&self, bookie: &str, requests: Vec<Request>) -> Result<Vec<Response>, String> {
+    pub async fn call(
+        &self,
+        bookie: &str,
+        requests: Vec<Request>,
+    ) -> Result<Vec<Response>, String> {
         let existing = self
             .conns
             .borrow_mut()

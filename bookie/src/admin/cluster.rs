@@ -110,6 +110,21 @@ fn display_all(dirs: &[std::path::PathBuf]) -> Vec<String> {
     dirs.iter().map(|d| d.display().to_string()).collect()
 }
 
+/// The directories the cookies must name and how strictly (`allowStorageExpansion`): the
+/// start-up check and the admin server's `expand_storage` make the same one.
+pub fn cookie_check(config: &BookieConfig) -> (CookieDirs, CookieOptions) {
+    let dirs = CookieDirs {
+        journal_dirs: display_all(&config.journal_dirs),
+        ledger_dirs: display_all(&config.ledger_dirs),
+        index_dirs: config.index_dirs.as_deref().map(display_all),
+    };
+    let options = CookieOptions {
+        allow_storage_expansion: config.cluster.allow_storage_expansion,
+        ..CookieOptions::default()
+    };
+    (dirs, options)
+}
+
 impl ControlPlane {
     /// Starts the thread and checks the cookies; returns once they are verified (or stamped).
     /// To be called before the shards open the directories.
@@ -121,15 +136,7 @@ impl ControlPlane {
             cfg.zk_servers,
             cfg.ledgers_root
         );
-        let dirs = CookieDirs {
-            journal_dirs: display_all(&config.journal_dirs),
-            ledger_dirs: display_all(&config.ledger_dirs),
-            index_dirs: config.index_dirs.as_deref().map(display_all),
-        };
-        let cookie_options = CookieOptions {
-            allow_storage_expansion: config.cluster.allow_storage_expansion,
-            ..CookieOptions::default()
-        };
+        let (dirs, cookie_options) = cookie_check(config);
         let (report_tx, reports) = std_mpsc::channel();
         let (register, register_rx) = oneshot::channel();
         let (shutdown, shutdown_rx) = oneshot::channel();

@@ -132,7 +132,7 @@ fn java_string_hash(s: &str) -> i32 {
 /// The order a `java.util.HashMap` filled with `keys` iterates them: by bucket (the spread
 /// hash masked by the table's size: 16, doubled while more than three quarters full), in
 /// insertion order within a bucket — here the order of each key's rank (its znode's `czxid`).
-fn java_hash_map_order(mut keys: Vec<(String, i64)>) -> Vec<String> {
+pub(crate) fn java_hash_map_order(mut keys: Vec<(String, i64)>) -> Vec<String> {
     let mut capacity = 16usize;
     while keys.len() * 4 > capacity * 3 {
         capacity *= 2;

@@ -49,6 +49,7 @@ impl Sources {
             } else {
                 self.autorecovery.clone()
             },
+            config_overrides: Default::default(),
         }
     }
 }

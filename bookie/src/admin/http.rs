@@ -1,12 +1,12 @@
-//! The HTTP admin server (docs/semantics.md §6.1): `/heartbeat`, `/metrics`, the bookie's
-//! state and read-only switch, disk info, the ledger list, and the GC routes.
+//! The HTTP admin server (docs/semantics.md §6.1): the sockets, TLS and limits; what each of
+//! Java's 30 routes answers is `routes.rs`'s.
 //!
 //! It runs on its own thread with its own current-thread tokio runtime, never on a shard, so
 //! a scrape or a slow admin client cannot delay a request. The HTTP/1.1 handling is ours and
 //! small on purpose: a handful of routes with tiny bodies, answered with `Connection: close`,
 //! do not justify hyper's dependency tree in a from-scratch CI build. The request framing
 //! (request line, headers, `Content-Length`, limits) is the `httpwire` crate's, without I/O
-//! and fuzzed; this module does the sockets, the deadline and the routes. Limits keep a bad
+//! and fuzzed; this module does the sockets and the deadline. Limits keep a bad
 //! client harmless: 16 KiB of request head (431 beyond), 64 KiB of body (Content-Length only;
 //! 413 beyond), 10 s to send it and take the answer (`HttpServer::start_with_timeout` sets
 //! another), at most [`MAX_CONNECTIONS`] connections at once (one more is closed unanswered,
@@ -19,21 +19,8 @@
 //! With `httpServerTlsEnable` it speaks HTTPS only and requires a client certificate signed by
 //! its trust store, as Java's does (`security/http_tls.rs`); the handshake counts against the
 //! same 10 s.
-//!
-//! JSON shapes follow the Java bookie's handlers: `/api/v1/bookie/state` →
-//! `{"running","readOnly","shuttingDown","availableForHighPriorityWrites"}`,
-//! `/api/v1/bookie/state/readonly` → `{"readOnly":bool}` (PUT the same to switch; 400 when
-//! read-only is forced or read-only mode is disabled), `/api/v1/bookie/info` →
-//! `{"freeSpace","totalSpace"}`, `PUT /api/v1/bookie/gc` (optional `{"forceMajor","forceMinor"}`)
-//! → `"Triggered GC on BookieServer: host:port"`, `GET /api/v1/bookie/gc` →
-//! `{"is_in_force_gc":"false"}`, `/api/v1/bookie/gc_details` → one object per shard (Java: per
-//! ledger directory) with Java's fields plus ours (deleted ledgers, reclaimed bytes, usage),
-//! `/api/v1/bookie/gc/suspend_compaction` and `resume_compaction` (PUT
-//! `{"suspendMajor","suspendMinor"}` / `{"resumeMajor","resumeMinor"}`; GET →
-//! `{"isMajorGcSuspended","isMinorGcSuspended"}`).
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,7 +33,7 @@ use crate::admin::metrics::Metrics;
 use crate::admin::readonly::BookieState;
 use crate::config::BookieConfig;
 use crate::gc::GcTrigger;
-use crate::shard::mailbox::{AdminQuery, GcRequest, ShardHandle};
+use crate::shard::mailbox::ShardHandle;
 
 pub use httpwire::Request;
 
@@ -72,7 +59,7 @@ impl Service for Admin {
         &'a self,
         request: &'a Request,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send + 'a>> {
-        Box::pin(route(self, request))
+        Box::pin(crate::admin::routes::route(self, request))
     }
 }
 
@@ -88,6 +75,8 @@ pub struct Admin {
     pub metrics_only: bool,
     /// `/api/v1/autorecovery/*` (cluster mode).
     pub autorecovery: Option<Arc<crate::autorecovery::routes::AutorecoveryRoutes>>,
+    /// Keys set by `PUT /api/v1/config/server_config`: shown, not applied (as in Java).
+    pub config_overrides: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
 }
 
 /// The running server: stop it by dropping or calling [`HttpServer::stop`].
@@ -234,20 +223,6 @@ impl Response {
             body: body.as_bytes().to_vec(),
         }
     }
-
-    fn json(status: u16, value: serde_json::Value) -> Response {
-        let mut body = serde_json::to_vec_pretty(&value).unwrap_or_default();
-        body.push(b'\n');
-        Response {
-            status,
-            content_type: "application/json",
-            body,
-        }
-    }
-
-    fn error(status: u16, message: &str) -> Response {
-        Response::json(status, serde_json::json!({ "error": message }))
-    }
 }
 
 fn reason(status: u16) -> &'static str {
@@ -320,243 +295,6 @@ async fn drain<S: AsyncRead + Unpin>(stream: &mut S) {
             Ok(n) => drained += n,
         }
     }
-}
-
-async fn route(admin: &Admin, r: &Request) -> Response {
-    let get = r.method == "GET";
-    let put = r.method == "PUT" || r.method == "POST";
-    let state = &admin.state;
-    if admin.metrics_only && r.path != "/metrics" {
-        return Response::text(404, "not found: this endpoint serves /metrics only\n");
-    }
-    if let Some(sub) = r.path.strip_prefix("/api/v1/autorecovery/") {
-        let Some(routes) = &admin.autorecovery else {
-            return Response::text(
-                404,
-                "autorecovery routes need a metadata store (cluster mode)\n",
-            );
-        };
-        if let Some(answer) = routes.route(&r.method, sub, &r.query, &r.body).await {
-            return Response::answer(answer);
-        }
-    }
-    if let Some(routes) = &admin.autorecovery {
-        let answer =
-            crate::admin::cluster_routes::route(routes, &r.method, &r.path, &r.query).await;
-        if let Some(answer) = answer {
-            return Response::answer(answer);
-        }
-    }
-    match r.path.as_str() {
-        "/heartbeat" => Response::text(200, "OK\n"),
-        "/api/v1/config/server_config" if get => server_config(&admin.config),
-        "/api/v1/config/server_config" if put => Response::error(
-            501,
-            "this bookie does not change its configuration at run time: edit bk_server.conf \
-             (or the BK_ variables) and restart it",
-        ),
-        "/metrics" if get => Response {
-            status: 200,
-            content_type: "text/plain; version=0.0.4; charset=utf-8",
-            body: admin.metrics.render(state).into_bytes(),
-        },
-        "/metrics" => Response::text(403, "GET only\n"),
-        "/api/v1/bookie/info" if get => {
-            match crate::admin::readonly::ledger_space(&admin.config.ledger_dirs) {
-                Ok(u) => Response::json(
-                    200,
-                    serde_json::json!({ "freeSpace": u.usable_bytes, "totalSpace": u.total_bytes }),
-                ),
-                Err(e) => Response::error(500, &format!("statvfs: {e}")),
-            }
-        }
-        "/api/v1/bookie/state" if get => Response::json(
-            200,
-            serde_json::json!({
-                "running": state.is_running(),
-                "readOnly": state.is_read_only(),
-                "shuttingDown": state.is_shutting_down(),
-                "availableForHighPriorityWrites": state.high_priority_available(),
-            }),
-        ),
-        "/api/v1/bookie/is_ready" if get => {
-            if state.is_running() && !state.is_shutting_down() {
-                Response::text(200, "OK\n")
-            } else {
-                Response::text(503, "Bookie is not fully started yet\n")
-            }
-        }
-        "/api/v1/bookie/state/readonly" if get => readonly_state(state),
-        "/api/v1/bookie/state/readonly" if put => {
-            let wanted = serde_json::from_slice::<serde_json::Value>(&r.body)
-                .ok()
-                .and_then(|v| v.get("readOnly").and_then(|b| b.as_bool()));
-            let Some(read_only) = wanted else {
-                return Response::error(400, "expected a body like {\"readOnly\": true}");
-            };
-            match state.set_manual(read_only) {
-                Ok(()) => readonly_state(state),
-                Err(why) => Response::error(400, &why),
-            }
-        }
-        // Ours, not Java's: flush every shard's write cache now (benchmarks use it to read
-        // from ledger storage; a GC request would also flush, but collects garbage too).
-        "/api/v1/bookie/flush" if put => {
-            let sent = admin
-                .shards
-                .iter()
-                .filter(|s| s.admin.send(AdminQuery::Flush).is_ok())
-                .count();
-            Response::json(
-                200,
-                serde_json::json!(format!("Flush requested of {sent} shards")),
-            )
-        }
-        "/api/v1/bookie/gc" if put => {
-            // Java: optional {"forceMajor": .., "forceMinor": ..}, booleans or strings.
-            let body = json_body(&r.body);
-            let req = GcRequest {
-                force: true,
-                force_major: json_flag(&body, "forceMajor"),
-                force_minor: json_flag(&body, "forceMinor"),
-            };
-            match &admin.gc {
-                Some(t) if t.trigger(req) => Response::json(
-                    200,
-                    serde_json::json!(format!(
-                        "Triggered GC on BookieServer: {}:{}",
-                        admin.config.bind_address, admin.config.port
-                    )),
-                ),
-                _ => Response::error(503, "garbage collection is not running"),
-            }
-        }
-        "/api/v1/bookie/gc" if get => {
-            let forcing = admin.gc.as_ref().is_some_and(|t| t.force_pending())
-                || admin
-                    .metrics
-                    .shards
-                    .iter()
-                    .any(|s| s.gc.force_compacting.load(Relaxed));
-            Response::json(
-                200,
-                serde_json::json!({ "is_in_force_gc": forcing.to_string() }),
-            )
-        }
-        "/api/v1/bookie/gc_details" | "/api/v1/bookie/gc/details" if get => {
-            let list: Vec<serde_json::Value> = admin
-                .metrics
-                .shards
-                .iter()
-                .map(|s| {
-                    let g = &s.gc;
-                    serde_json::json!({
-                        "forceCompacting": g.force_compacting.load(Relaxed),
-                        "majorCompacting": g.major_compacting.load(Relaxed),
-                        "minorCompacting": g.minor_compacting.load(Relaxed),
-                        "lastMajorCompactionTime": g.last_major_ms.load(Relaxed),
-                        "lastMinorCompactionTime": g.last_minor_ms.load(Relaxed),
-                        "majorCompactionCounter": g.major_count.load(Relaxed),
-                        "minorCompactionCounter": g.minor_count.load(Relaxed),
-                        "deletedLedgers": g.deleted_ledgers.load(Relaxed),
-                        "reclaimedDeletionBytes": g.reclaimed_deletion_bytes.load(Relaxed),
-                        "reclaimedCompactionBytes": g.reclaimed_compaction_bytes.load(Relaxed),
-                        "entryLogUsage": g.usage_ppm.load(Relaxed) as f64 / 1e6,
-                    })
-                })
-                .collect();
-            Response::json(200, serde_json::Value::Array(list))
-        }
-        "/api/v1/bookie/gc/suspend_compaction" | "/api/v1/bookie/gc/resume_compaction" if put => {
-            let body = json_body(&r.body);
-            let ctl = &admin.metrics.gc_control;
-            let suspend = r.path.ends_with("suspend_compaction");
-            let (major, minor) = if suspend {
-                ("suspendMajor", "suspendMinor")
-            } else {
-                ("resumeMajor", "resumeMinor")
-            };
-            if json_flag(&body, major) {
-                ctl.suspend_major.store(suspend, Relaxed);
-            }
-            if json_flag(&body, minor) {
-                ctl.suspend_minor.store(suspend, Relaxed);
-            }
-            gc_suspension(admin)
-        }
-        "/api/v1/bookie/gc/suspend_compaction" if get => gc_suspension(admin),
-        "/api/v1/bookie/list_ledgers" if get => list_ledgers(admin).await,
-        _ => Response::error(404, "not found"),
-    }
-}
-
-/// Java's `ConfigurationService` GET: the configuration's keys and values as strings (Java's
-/// `asJson` of what was set). Here: what the conf file and the `BK_` variables gave. Passwords
-/// (`httpServerKeyStorePassword`, ...) are not shown, unlike Java: anyone with a client
-/// certificate for the admin server would read the key stores' passwords.
-fn server_config(config: &BookieConfig) -> Response {
-    let map: serde_json::Map<String, serde_json::Value> = config
-        .properties
-        .iter()
-        .map(|(k, v)| {
-            let shown = if k.to_ascii_lowercase().ends_with("password") {
-                "(not shown)".to_string()
-            } else {
-                v.clone()
-            };
-            (k.clone(), serde_json::Value::String(shown))
-        })
-        .collect();
-    Response::json(200, serde_json::Value::Object(map))
-}
-
-fn json_body(body: &[u8]) -> serde_json::Value {
-    serde_json::from_slice(body).unwrap_or(serde_json::Value::Null)
-}
-
-/// A flag of a Java admin body: `true` or `"true"`.
-fn json_flag(body: &serde_json::Value, key: &str) -> bool {
-    match body.get(key) {
-        Some(serde_json::Value::Bool(b)) => *b,
-        Some(serde_json::Value::String(s)) => s.eq_ignore_ascii_case("true"),
-        _ => false,
-    }
-}
-
-fn gc_suspension(admin: &Admin) -> Response {
-    let ctl = &admin.metrics.gc_control;
-    Response::json(
-        200,
-        serde_json::json!({
-            "isMajorGcSuspended": ctl.suspend_major.load(Relaxed).to_string(),
-            "isMinorGcSuspended": ctl.suspend_minor.load(Relaxed).to_string(),
-        }),
-    )
-}
-
-fn readonly_state(state: &BookieState) -> Response {
-    Response::json(200, serde_json::json!({ "readOnly": state.is_read_only() }))
-}
-
-/// The ledgers the shards hold (write cache and ledger storage): asked of each shard over its
-/// admin queue, answered between requests.
-async fn list_ledgers(admin: &Admin) -> Response {
-    let mut ids = Vec::new();
-    for shard in admin.shards.iter() {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if shard.admin.send(AdminQuery::ListLedgers(tx)).is_err() {
-            return Response::error(503, "a shard is not running");
-        }
-        match tokio::time::timeout(Duration::from_secs(5), rx).await {
-            Ok(Ok(list)) => ids.extend(list),
-            _ => return Response::error(503, "a shard did not answer"),
-        }
-    }
-    ids.sort_unstable();
-    Response::json(
-        200,
-        serde_json::json!({ "count": ids.len(), "ledgers": ids }),
-    )
 }
 
 #[cfg(test)]

@@ -13,21 +13,85 @@ pub fn pretty(v: &Value) -> String {
 
 /// An object whose fields keep the given order (Java's LinkedHashMap order).
 pub fn pretty_object(fields: &[(String, Value)]) -> String {
-    if fields.is_empty() {
-        return "{ }".into();
+    let fields = fields
+        .iter()
+        .map(|(k, v)| (k.clone(), Json::Value(v.clone())))
+        .collect();
+    pretty_json(&Json::Object(fields))
+}
+
+/// A JSON value whose objects, at any depth, keep the order their fields were given in (a
+/// Java POJO's declaration order, a LinkedHashMap's insertion order).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Json {
+    Object(Vec<(String, Json)>),
+    Array(Vec<Json>),
+    Value(Value),
+}
+
+impl From<Value> for Json {
+    fn from(v: Value) -> Json {
+        Json::Value(v)
     }
-    let mut out = String::from("{\n");
-    for (i, (k, v)) in fields.iter().enumerate() {
-        if i > 0 {
-            out.push_str(",\n");
-        }
-        indent(&mut out, 1);
-        out.push_str(&Value::String(k.clone()).to_string());
-        out.push_str(" : ");
-        write(&mut out, v, 1);
-    }
-    out.push_str("\n}");
+}
+
+pub fn pretty_json(j: &Json) -> String {
+    let mut out = String::new();
+    write_json(&mut out, j, 0);
     out
+}
+
+fn write_json(out: &mut String, j: &Json, level: usize) {
+    match j {
+        Json::Object(f) if f.is_empty() => out.push_str("{ }"),
+        Json::Object(fields) => {
+            out.push_str("{\n");
+            for (i, (k, v)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(",\n");
+                }
+                indent(out, level + 1);
+                string(out, k);
+                out.push_str(" : ");
+                write_json(out, v, level + 1);
+            }
+            out.push('\n');
+            indent(out, level);
+            out.push('}');
+        }
+        Json::Array(a) if a.is_empty() => out.push_str("[ ]"),
+        Json::Array(a) => {
+            out.push_str("[ ");
+            for (i, v) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_json(out, v, level);
+            }
+            out.push_str(" ]");
+        }
+        Json::Value(v) => write(out, v, level),
+    }
+}
+
+/// A string as Jackson quotes it: `"` and `\\` escaped, the five short escapes (`\\b \\t \\n
+/// \\f \\r`), other control characters as `\\u00XX` in upper-case hex; everything else raw.
+fn string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 fn indent(out: &mut String, level: usize) {
@@ -46,7 +110,7 @@ fn write(out: &mut String, v: &Value, level: usize) {
                     out.push_str(",\n");
                 }
                 indent(out, level + 1);
-                out.push_str(&Value::String(k.clone()).to_string());
+                string(out, k);
                 out.push_str(" : ");
                 write(out, v, level + 1);
             }
@@ -65,6 +129,7 @@ fn write(out: &mut String, v: &Value, level: usize) {
             }
             out.push_str(" ]");
         }
+        Value::String(v) => string(out, v),
         other => out.push_str(&other.to_string()),
     }
 }
@@ -89,6 +154,21 @@ mod tests {
         assert_eq!(
             pretty(&Value::Object(m)),
             "{\n  \"1\" : [ \"10.0.0.5:3181\" ],\n  \"3\" : [ ]\n}"
+        );
+        assert_eq!(
+            pretty(&serde_json::json!("a\"\\\u{1}\n\u{1f}é")),
+            "\"a\\\"\\\\\\u0001\\n\\u001Fé\""
+        );
+        let nested = Json::Object(vec![
+            ("z".into(), Json::Value(1.into())),
+            (
+                "a".into(),
+                Json::Object(vec![("y".into(), Json::Value(true.into()))]),
+            ),
+        ]);
+        assert_eq!(
+            pretty_json(&nested),
+            "{\n  \"z\" : 1,\n  \"a\" : {\n    \"y\" : true\n  }\n}"
         );
         assert_eq!(
             pretty(&serde_json::json!({"a": {"b": 1}})),

@@ -306,6 +306,16 @@ impl BookieState {
         Ok(())
     }
 
+    /// `forceReadOnlyBookie`: read-only for good.
+    pub fn is_forced_read_only(&self) -> bool {
+        self.reasons() & FORCED != 0
+    }
+
+    /// `readOnlyModeEnabled`.
+    pub fn read_only_mode_enabled(&self) -> bool {
+        self.read_only_mode_enabled
+    }
+
     pub fn set_running(&self, running: bool) {
         self.running.store(running, Ordering::Relaxed);
     }

@@ -58,6 +58,40 @@ async fn open(cfg: &MetadataConfig) -> Result<LiveCluster, String> {
     .await
 }
 
+/// Runs `work` on a cluster session of its own, on a thread of its own (the live cluster's
+/// connections are not `Send`, the admin server's futures must be), and gives its result; a
+/// request that outlives `deadline` is answered with an error while the thread finishes.
+pub async fn on_cluster<T, F, Fut>(
+    cfg: &MetadataConfig,
+    deadline: Duration,
+    work: F,
+) -> Result<T, String>
+where
+    T: Send + 'static,
+    F: FnOnce(LiveCluster) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let cfg = cfg.clone();
+    std::thread::Builder::new()
+        .name("admin-client".into())
+        .spawn(move || {
+            let result = runtime().and_then(|rt| {
+                rt.block_on(async move {
+                    let c = open(&cfg).await?;
+                    work(c).await
+                })
+            });
+            let _ = tx.send(result);
+        })
+        .map_err(|e| format!("cannot start an admin client thread: {e}"))?;
+    match tokio::time::timeout(deadline, rx).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err("the admin client thread ended without an answer".into()),
+        Err(_) => Err(format!("no answer within {} s", deadline.as_secs())),
+    }
+}
+
 /// Starts moving `bookie`'s copies of every ledger elsewhere.
 pub fn recover_bookie_data(cfg: MetadataConfig, settings: Settings, bookie: String) {
     on_thread("recover-bookie-data", move || {

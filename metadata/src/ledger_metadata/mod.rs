@@ -240,7 +240,7 @@ pub enum WriteOutcome {
     Deleted,
 }
 
-fn path_of(cfg: &MetadataConfig, layout: LedgerLayout, id: u64) -> String {
+pub(crate) fn path_of(cfg: &MetadataConfig, layout: LedgerLayout, id: u64) -> String {
     format!("{}{}", cfg.ledgers_root, ledger_path(layout, id))
 }
 
@@ -306,6 +306,7 @@ pub async fn read_ledger_metadata(
 }
 
 mod format;
+pub mod lifecycle;
 mod v1;
 
 #[cfg(test)]
