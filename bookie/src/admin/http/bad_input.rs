@@ -138,6 +138,31 @@ fn a_huge_head_gets_431_and_the_connection_closed() {
     );
 }
 
+/// After a refusal the server goes on reading what the client sends (up to a request's
+/// worth) until the client closes: a client that reads the 413 and then sends the body it
+/// had announced can write all of it, instead of meeting a reset. Without this, a client
+/// still writing when the refusal comes gets a reset, which on some systems destroys the
+/// answer before it is read.
+#[test]
+fn after_a_refusal_the_server_reads_what_the_client_still_sends() {
+    let server = server(REQUEST_TIMEOUT);
+    let mut stream = connect(&server);
+    let length = httpwire::MAX_BODY + 1;
+    let head = format!("PUT /x HTTP/1.1\r\nContent-Length: {length}\r\n\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    assert_eq!(
+        one_answer(&until_closed(&mut stream)),
+        answer(413, "body too large\n")
+    );
+    for _ in 0..length / 4096 {
+        stream
+            .write_all(&[b'b'; 4096])
+            .expect("the server still reads");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    stream.shutdown(Shutdown::Write).unwrap();
+}
+
 /// The parser's other refusals reach the client as its status and reason.
 #[test]
 fn malformed_requests_get_their_4xx() {
