@@ -145,6 +145,16 @@ pub fn run(config: BookieConfig) -> Result<(), Failure> {
         None
     };
     let metrics = Arc::new(Metrics::new(shards));
+    // Each shard's queue of requests other shards decoded for it, its depth at scrape time
+    // (`bookkeeper_server_thread_executor_queue`); weak, so it keeps no channel open.
+    for (queues, peer) in metrics.shards.iter().map(|s| &s.queues).zip(peers.iter()) {
+        let queue = peer.requests.downgrade();
+        let _ = queues.requests.set(Box::new(move || {
+            queue
+                .upgrade()
+                .map_or(0, |q| q.max_capacity() - q.capacity())
+        }));
+    }
     let reclaim =
         Reclaimer::start().map_err(|e| format!("cannot start the reclaim thread: {e}"))?;
     // The disk's depth while no journal waits; one read per shard beside a journal.

@@ -73,8 +73,21 @@ pub struct GroupTiming {
     pub synced_us: u64,
 }
 
+/// One `SyncData` of the active segment (a group commit's fdatasync), in the owner's clock as
+/// [`GroupTiming`]: submitted → completion reaped, and whether it succeeded (a failed one stops
+/// the journal). The owner takes them with [`Journal::take_sync_timing`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyncTiming {
+    pub submitted_us: u64,
+    pub completed_us: u64,
+    pub ok: bool,
+}
+
 /// Timings of durable groups kept until the owner asks (older ones are dropped).
 const TIMINGS_KEPT: usize = 256;
+/// Sync timings kept until the owner takes them (older ones are dropped): more than the syncs
+/// of one pass of the owner's loop.
+const SYNC_TIMINGS_KEPT: usize = 64;
 /// Zero-fill bytes earned per byte of group written: the next segment is filled by the time
 /// the active one is half used.
 const ZERO_CREDIT_PER_BYTE: u64 = 2;
@@ -195,6 +208,10 @@ pub struct Journal<S: Storage> {
     /// speed held adds' p50 at 15 ms), so the fill keeps pace with the journal instead.
     zero_credit: u64,
     sync_in_flight: Option<u64>,
+    /// When the sync in flight was submitted (the owner's clock).
+    sync_submitted_us: u64,
+    /// Completed syncs not yet taken by the owner ([`Journal::take_sync_timing`]).
+    sync_timings: VecDeque<SyncTiming>,
     next_sync_seq: u64,
     completions: Vec<Completion>,
     stats: JournalStats,
@@ -327,6 +344,8 @@ impl<S: Storage> Journal<S> {
             zero_buf: Some(AlignedBuf::zeroed(config.zero_fill_chunk_bytes)),
             zero_credit: 0,
             sync_in_flight: None,
+            sync_submitted_us: 0,
+            sync_timings: VecDeque::with_capacity(SYNC_TIMINGS_KEPT),
             next_sync_seq: 0,
             completions: Vec::with_capacity(64),
             stats: JournalStats::default(),
@@ -491,6 +510,20 @@ impl<S: Storage> Journal<S> {
             self.timings.pop_front();
         }
         self.timings.front().filter(|t| t.first_lsn <= lsn).copied()
+    }
+
+    /// The oldest completed sync not taken yet (at most the last [`SYNC_TIMINGS_KEPT`]).
+    pub fn take_sync_timing(&mut self) -> Option<SyncTiming> {
+        self.sync_timings.pop_front()
+    }
+
+    /// Groups written whose sync has not completed yet: waiting for the sync in flight to
+    /// finish, or covered by it.
+    pub fn groups_awaiting_sync(&self) -> usize {
+        self.queue
+            .iter()
+            .filter(|g| matches!(g.state, GroupState::Written | GroupState::Syncing(_)))
+            .count()
     }
 
     pub fn recovery_report(&self) -> &RecoveryReport {
@@ -812,6 +845,14 @@ impl<S: Storage> Journal<S> {
     fn on_synced(&mut self, c: Completion) {
         let sync_seq = c.token & !TOKEN_KIND;
         self.sync_in_flight = None;
+        if self.sync_timings.len() == SYNC_TIMINGS_KEPT {
+            self.sync_timings.pop_front();
+        }
+        self.sync_timings.push_back(SyncTiming {
+            submitted_us: self.sync_submitted_us,
+            completed_us: self.clock_us,
+            ok: c.result.is_ok(),
+        });
         if let Err(e) = c.result {
             self.stop(e);
             return;
@@ -877,6 +918,7 @@ impl<S: Storage> Journal<S> {
                 match self.storage.submit(TOKEN_SYNC | seq, Op::SyncData { file }) {
                     Ok(()) => {
                         self.sync_in_flight = Some(seq);
+                        self.sync_submitted_us = self.clock_us;
                         for g in self.queue.iter_mut() {
                             if g.state == GroupState::Written {
                                 g.state = GroupState::Syncing(seq);

@@ -24,5 +24,5 @@ pub mod stopmark;
 pub use config::{JournalConfig, RecoveryMode};
 pub use error::{AppendError, CorruptionKind, JournalError};
 pub use format::{Lsn, SegmentId};
-pub use journal::{Journal, JournalStats};
+pub use journal::{Journal, JournalStats, SyncTiming};
 pub use recovery::{scan, BeyondCut, RecoveryReport, Scan};

@@ -1,7 +1,9 @@
 //! The per-group timing the journal keeps for latency attribution (`Journal::group_timing`):
 //! every durable record is found in exactly one group, the steps of a group are stamped in
 //! order with the owner's clock (append ≤ submitted ≤ written ≤ synced ≤ seen durable), and
-//! callers asking in LSN order get every group once.
+//! callers asking in LSN order get every group once. Each sync of a group commit is reported
+//! once (`Journal::take_sync_timing`, the metrics' JOURNAL_SYNC), and the groups waiting for a
+//! sync are counted (`Journal::groups_awaiting_sync`, JOURNAL_FORCE_WRITE_QUEUE_SIZE).
 
 use journal::{Journal, JournalConfig, Lsn};
 use storage::sim::{SimConfig, SimDisk};
@@ -68,4 +70,51 @@ fn every_durable_record_has_its_group_timing_in_order() {
     );
     // A record whose group was dropped long ago (asked out of order) has no timing.
     assert_eq!(j.group_timing(Lsn(1)), None);
+}
+
+/// Records appended over simulated time with device latency, the sync timings taken after
+/// every tick: one per sync the journal counted, each successful, submitted before it
+/// completed and within the simulated run; at most `max_groups_in_flight` groups ever wait for
+/// a sync, and none once everything is durable.
+#[test]
+fn every_sync_is_timed_once() {
+    let disk = SimDisk::new(SimConfig::new(11).with_latency_us(20, 300));
+    let config = JournalConfig {
+        max_group_wait_us: 200,
+        max_groups_in_flight: 2,
+        ..JournalConfig::default()
+    };
+    let mut j =
+        Journal::open(disk.storage("journal"), config, Lsn(0), &mut |_, _| {}).expect("open");
+    let syncs_at_open = j.stats().syncs;
+    while j.take_sync_timing().is_some() {}
+    let (start, payload) = (disk.now_us(), [9u8; 500]);
+    let (mut appended, mut timed, mut step) = (0u64, 0u64, 0u64);
+    while appended < 1_000 || j.has_pending() {
+        if appended < 1_000 && j.append(&payload, disk.now_us()).is_ok() {
+            appended += 1;
+        }
+        j.tick(disk.now_us(), step.is_multiple_of(4)).expect("tick");
+        assert!(
+            j.groups_awaiting_sync() <= 2,
+            "{}",
+            j.groups_awaiting_sync()
+        );
+        while let Some(t) = j.take_sync_timing() {
+            assert!(t.ok, "{t:?}");
+            assert!(
+                start <= t.submitted_us && t.submitted_us <= t.completed_us,
+                "{t:?}"
+            );
+            assert!(t.completed_us <= disk.now_us(), "{t:?}");
+            timed += 1;
+        }
+        disk.advance(10);
+        step += 1;
+        assert!(step < 1_000_000, "the journal made no progress");
+    }
+    assert_eq!(j.groups_awaiting_sync(), 0);
+    let syncs = j.stats().syncs - syncs_at_open;
+    assert!(syncs > 1, "{syncs}");
+    assert_eq!(timed, syncs, "one timing per sync");
 }

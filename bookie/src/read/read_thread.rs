@@ -19,7 +19,7 @@ use crate::read::disk_reader::DiskReader;
 use net::{availability, Response, ResponseFrame, ResponseHeader, StatusCode};
 use storage::RealStorage;
 
-use crate::admin::metrics::Metrics;
+use crate::admin::metrics::{now_us, unpack_timing, Metrics, ShardMetrics};
 use crate::read::ahead::RUNS_PER_ASK;
 use crate::read::disk_share::Shared;
 use crate::shard::mailbox::{ReadJob, RemoteReply, RunLanded, ShardHandle};
@@ -57,6 +57,7 @@ pub fn serve_reads(
             }
             batch.push(job);
         }
+        stats.held_back(deferred.len());
         if batch.is_empty() {
             // With reads deferred, look at them again every millisecond; meanwhile keep taking
             // the other connections' reads (a full set of deferred reads must not stop them).
@@ -79,8 +80,9 @@ pub fn serve_reads(
                 Err(_) => break,
             }
         }
+        stats.held_back(deferred.len());
         if !batch.is_empty() {
-            serve_batch(reader, &mut batch, peers, run_entries);
+            serve_batch(reader, &mut batch, peers, run_entries, stats.shard());
             stats.update(&reader.ours);
         }
     }
@@ -147,6 +149,7 @@ fn serve_batch(
     batch: &mut Vec<ReadJob>,
     peers: &[ShardHandle],
     run_entries: usize,
+    metrics: &ShardMetrics,
 ) {
     // Per run asked: its view, ledger, first entry, and the shard to send it to.
     let mut prefetches: Vec<(Arc<ReadView>, u64, u64, usize)> = Vec::new();
@@ -178,6 +181,9 @@ fn serve_batch(
             }
             DiskRead::Entry { ledger, entry, .. } => {
                 let (reply, rest) = run_read(reader, &job.view, &job.read, job.run);
+                if !rest.is_empty() {
+                    metrics.read_ahead_run(rest.len());
+                }
                 responses.push(Some(reply));
                 // Always sent, even empty: the shard parked the reads behind it on it. Its
                 // first entry is the trigger of the run after it.
@@ -207,7 +213,15 @@ fn serve_batch(
             });
         }
     }
+    // Every entry read of the batch is in hand: from its request's decoding to now.
+    let now = now_us();
     for (job, response) in batch.drain(..).zip(responses) {
+        if let (DiskRead::Entry { .. }, Some(Response::ReadEntry { status, .. }), true) =
+            (&job.read, &response, job.timing != 0)
+        {
+            let (_, since) = unpack_timing(job.timing);
+            metrics.read_entry_between(since, now, *status == StatusCode::EOK);
+        }
         answer(
             peers,
             &job,
@@ -228,6 +242,9 @@ fn serve_batch(
             RUNS_PER_ASK
         };
         let landed = |start: u64, bodies: Vec<Bytes>, more: Option<(u64, u64)>| {
+            if !bodies.is_empty() {
+                metrics.read_ahead_run(bodies.len());
+            }
             // The ask's first entry, on its first run: the next take at or past it (at once,
             // when the client is on that run already) asks for the runs after the ask's
             // last, while the rest of this ask is still in flight.
@@ -253,6 +270,8 @@ pub struct ReadStats {
     /// The reader's own counts already added.
     runs: u64,
     entries: u64,
+    /// The reads this reader holds back, as last added to the shard's `reads_blocked`.
+    held: usize,
 }
 
 impl ReadStats {
@@ -262,6 +281,24 @@ impl ReadStats {
             shard,
             runs: 0,
             entries: 0,
+            held: 0,
+        }
+    }
+
+    /// The shard's metrics block, for what a batch records.
+    fn shard(&self) -> &ShardMetrics {
+        &self.metrics.shards[self.shard]
+    }
+
+    /// This reader holds back `held` reads now (their connections over the reply budget): its
+    /// change goes to the shard's `READ_ENTRY_BLOCKED`, only when it changed.
+    fn held_back(&mut self, held: usize) {
+        if held != self.held {
+            let delta = held as i64 - self.held as i64;
+            self.shard()
+                .reads_blocked
+                .fetch_add(delta, Ordering::Relaxed);
+            self.held = held;
         }
     }
 

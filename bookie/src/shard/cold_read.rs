@@ -57,9 +57,12 @@ impl Shard {
                 read: (read, to),
                 body,
             } => {
+                // From the read-ahead cache: a read of ledger storage, decoded → in hand.
+                let now = self.m().read_entry(to.since(), true);
                 if via != Via::Request {
                     // It waited for the device: a cache-miss read as far as its latency goes.
-                    self.m().stage(Stage::CacheMissRead, to.since());
+                    self.m()
+                        .stage_between(Stage::CacheMissRead, to.since(), now);
                 }
                 match read {
                     DiskRead::Entry {
@@ -82,7 +85,13 @@ impl Shard {
             Step::Read {
                 read: (read, to),
                 run,
-            } => self.send_to_reader(read, to, run),
+            } => {
+                if matches!(read, DiskRead::Entry { .. }) {
+                    // In neither cache: read from disk (Java's `read-cache-misses`).
+                    self.m().read_cache_misses.fetch_add(1, Ordering::Relaxed);
+                }
+                self.send_to_reader(read, to, run)
+            }
         }
     }
 

@@ -62,6 +62,14 @@ impl Shard {
         m.stage_between(Stage::JournalFsync, t.written_us, t.synced_us);
     }
 
+    /// Each fdatasync the journal completed since the last call, one observation each
+    /// (`bookie_journal_JOURNAL_SYNC`: a group commit's sync, submitted → completed).
+    pub(super) fn record_journal_syncs(&mut self) {
+        while let Some(t) = self.core.journal.take_sync_timing() {
+            self.metrics.shards[self.id].journal_sync(t.submitted_us, t.completed_us, t.ok);
+        }
+    }
+
     /// Appends the records that waited for a journal buffer, in order, as far as buffers allow.
     pub(super) fn append_blocked(&mut self) {
         let (metrics, id) = (self.metrics.clone(), self.id);

@@ -104,11 +104,15 @@ impl Shard {
     /// the mark, all durable — then the journal is trimmed).
     pub fn flush_done(&mut self, event: StoreEvent) {
         match event {
-            StoreEvent::View(view) => self.store.view = view,
+            StoreEvent::View(view) => {
+                self.store.view = view;
+                self.publish_view();
+            }
             StoreEvent::Flushed { mark, view, stats } => {
                 self.flushing = false;
                 log::debug!("shard {}: flushed {stats:?}, mark {mark}", self.id);
                 self.store.view = view;
+                self.publish_view();
                 let (entries, trimmed) = self.core.flushed(mark);
                 if let Some(entries) = entries {
                     let _ = self.store.flush_jobs.send(FlushJob::Dispose(entries));

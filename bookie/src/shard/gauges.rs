@@ -51,6 +51,10 @@ impl Shard {
             (self.core.pending.len() + self.core.blocked.len()) as i64,
             Relaxed,
         );
+        m.adds_blocked
+            .store(self.core.blocked.len() as i64, Relaxed);
+        m.journal_force_write_queue
+            .store(self.core.journal.groups_awaiting_sync() as i64, Relaxed);
         m.write_cache_bytes.store(
             (self.core.table.cached_bytes() + self.core.table.frozen_bytes()) as i64,
             Relaxed,
@@ -75,5 +79,15 @@ impl Shard {
         m.journal_flush_entries.store(j.flushes_records, Relaxed);
         m.journal_flush_queue_empty
             .store(j.flushes_queue_empty, Relaxed);
+    }
+
+    /// What the ledger storage's latest view holds, for the metrics: its index records
+    /// (`bookie_entries_count`) and live entry-log segments (`bookie_ACTIVE_ENTRY_LOG_TOTAL`).
+    /// At open and whenever a flush or a collection publishes a new view.
+    pub(super) fn publish_view(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (m, view) = (self.m(), &self.store.view);
+        m.entries.store(view.index_records() as i64, Relaxed);
+        m.entry_logs.store(view.segments().len() as i64, Relaxed);
     }
 }

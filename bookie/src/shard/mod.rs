@@ -323,6 +323,7 @@ impl Shard {
             no_conn,
             stats: ShardStats::default(),
         };
+        shard.publish_view();
         Ok((shard, flush_done))
     }
 
@@ -448,6 +449,13 @@ impl Shard {
         if writable && matches!(request, Request::AddEntry { .. }) {
             self.m().stage(Stage::WriteCache, handled_at);
         }
+        if let (Request::ReadEntry { .. }, Decision::Reply(Response::ReadEntry { status, .. })) =
+            (request, &decision)
+        {
+            // Answered from the write cache (or refused by the ledger's rules): a read of
+            // ledger storage as Java's `bookie_read_entry` counts it.
+            self.m().read_entry(to.since(), *status == StatusCode::EOK);
+        }
         if let Some(ledger) = ShardCore::<RealStorage, Responder>::woken_ledger(request, writable) {
             self.wake_watchers(ledger);
         }
@@ -559,6 +567,7 @@ impl Shard {
                 break;
             }
         }
+        self.record_journal_syncs();
         self.append_blocked();
         self.expire_run_waits();
         if let Some(at) = self.core.journal.next_deadline_us() {

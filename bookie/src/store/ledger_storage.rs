@@ -182,6 +182,13 @@ pub fn start(
     // block cache.
     let readers = bookie.read_threads_per_shard.max(1);
     let (read_tx, read_rx) = crossbeam_channel::bounded::<ReadJob>(read_queue);
+    // Its depth at scrape time (`bookkeeper_server_thread_executor_queue`, the read pool's);
+    // a receiver keeps no sender alive, so the readers still end when the shard does.
+    let queued = read_rx.clone();
+    let _ = read_metrics.shards[shard]
+        .queues
+        .reads
+        .set(Box::new(move || queued.len()));
     let mut reader_config = config.clone();
     reader_config.index_block_cache_bytes = (config.index_block_cache_bytes / readers).max(1 << 20);
     // Runs (read-ahead and batch reads) of up to this many entries and bytes; the shard
