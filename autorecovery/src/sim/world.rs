@@ -185,6 +185,7 @@ impl Cluster for Actor {
             .map(|(m, v)| Versioned {
                 metadata: m.clone(),
                 version: *v,
+                znode_ctime: 0,
             }))
     }
 

@@ -15,7 +15,9 @@ use autorecovery::digest::{self, EntryHeader};
 use autorecovery::entry;
 use autorecovery::live::cluster::LiveCluster;
 use autorecovery::port::Cluster;
-use metadata::ledger_metadata::{lifecycle, DigestType, LedgerMetadata, LedgerState, WriteOutcome};
+use metadata::ledger_metadata::{
+    lifecycle, DigestType, LedgerMetadata, LedgerState, Versioned, WriteOutcome,
+};
 use net::{Request, Response, StatusCode};
 use serde_json::Value;
 
@@ -116,7 +118,7 @@ impl LedgerRoutes<'_> {
                     return Err(format!("ledger {id} was deleted while listed"));
                 };
                 let shown = if decode {
-                    decoded(id, &v.metadata)
+                    decoded(id, &v)
                 } else {
                     let bytes = v.metadata.encode().map_err(|e| e.to_string())?;
                     Json::Value(Value::String(String::from_utf8_lossy(&bytes).into_owned()))
@@ -146,7 +148,7 @@ impl LedgerRoutes<'_> {
         });
         match work.await {
             Ok(v) => {
-                let fields = vec![(id.to_string(), decoded(id as u64, &v.metadata))];
+                let fields = vec![(id.to_string(), decoded(id as u64, &v))];
                 (200, jackson::pretty_json(&Json::Object(fields)), true)
             }
             Err(e) => exception(&format!("ledger/metadata: {e}")),
@@ -370,7 +372,8 @@ impl LedgerRoutes<'_> {
 
 /// A ledger's metadata as Jackson writes Java's `LedgerMetadataImpl`: its fields in
 /// declaration order, then the properties only its getters give.
-fn decoded(id: u64, md: &LedgerMetadata) -> Json {
+fn decoded(id: u64, v: &Versioned) -> Json {
+    let md = &v.metadata;
     use base64::Engine;
     let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
     let state = match md.state {
@@ -386,11 +389,11 @@ fn decoded(id: u64, md: &LedgerMetadata) -> Json {
         Some(DigestType::Dummy) => Value::from("DUMMY"),
         None => Value::Null,
     };
-    let v = |x: Value| Json::Value(x);
+    let j = |x: Value| Json::Value(x);
     let custom = md
         .custom_metadata
         .iter()
-        .map(|(k, val)| (k.clone(), v(Value::String(b64(val)))))
+        .map(|(k, val)| (k.clone(), j(Value::String(b64(val)))))
         .collect();
     let ensembles = md
         .ensembles
@@ -398,34 +401,34 @@ fn decoded(id: u64, md: &LedgerMetadata) -> Json {
         .map(|(first, bookies)| {
             let ids = bookies
                 .iter()
-                .map(|b| Json::Object(vec![("id".into(), v(Value::String(b.clone())))]))
+                .map(|b| Json::Object(vec![("id".into(), j(Value::String(b.clone())))]))
                 .collect();
             (first.to_string(), Json::Array(ids))
         })
         .collect();
     let field = |k: &str, j: Json| (k.to_string(), j);
     Json::Object(vec![
-        field("ledgerId", v(id.into())),
-        field("metadataFormatVersion", v(md.format_version.into())),
-        field("ensembleSize", v(md.ensemble_size.into())),
-        field("writeQuorumSize", v(md.write_quorum_size.into())),
-        field("ackQuorumSize", v(md.ack_quorum_size.into())),
-        field("state", v(state.into())),
-        field("length", v(md.length.into())),
-        field("lastEntryId", v(md.last_entry_id.unwrap_or(-1).into())),
-        field("ctime", v(md.ctime.unwrap_or(0).into())),
-        field("digestType", v(digest)),
+        field("ledgerId", j(id.into())),
+        field("metadataFormatVersion", j(md.format_version.into())),
+        field("ensembleSize", j(md.ensemble_size.into())),
+        field("writeQuorumSize", j(md.write_quorum_size.into())),
+        field("ackQuorumSize", j(md.ack_quorum_size.into())),
+        field("state", j(state.into())),
+        field("length", j(md.length.into())),
+        field("lastEntryId", j(md.last_entry_id.unwrap_or(-1).into())),
+        field("ctime", j(md.ctime.unwrap_or(v.znode_ctime).into())),
+        field("digestType", j(digest)),
         field(
             "password",
-            v(Value::String(b64(md
+            j(Value::String(b64(md
                 .password
                 .as_deref()
                 .unwrap_or_default()))),
         ),
         field("customMetadata", Json::Object(custom)),
+        field("closed", j(md.is_closed().into())),
         field("allEnsembles", Json::Object(ensembles)),
-        field("closed", v(md.is_closed().into())),
-        field("ctoken", v(md.ctoken.unwrap_or(0).into())),
+        field("ctoken", j(md.ctoken.unwrap_or(0).into())),
     ])
 }
 

@@ -97,6 +97,18 @@ fn bookie_id(admin: &Admin) -> String {
     }
 }
 
+/// Java's `BookieServer.toString()`: its advertised address and its id.
+fn bookie_server(admin: &Admin) -> String {
+    let id = bookie_id(admin);
+    let addr = admin
+        .autorecovery
+        .as_ref()
+        .and_then(|r| r.cfg.service_info.rpc_endpoint())
+        .map(|e| format!("{}:{}", e.host, e.port))
+        .unwrap_or_else(|| id.clone());
+    format!("Bookie Server listening on {addr} with id {id}")
+}
+
 /// Answers one request.
 pub async fn route(admin: &Admin, r: &Request) -> Response {
     let path = r.path.as_str();
@@ -221,10 +233,10 @@ async fn answer(admin: &Admin, r: &Request) -> Answer {
              a POST to gc endpoint.",
         ),
         "/api/v1/bookie/gc/suspend_compaction" => {
-            compaction_switch(admin, method, &r.body, &id, true)
+            compaction_switch(admin, method, &r.body, &bookie_server(admin), true)
         }
         "/api/v1/bookie/gc/resume_compaction" => {
-            compaction_switch(admin, method, &r.body, &id, false)
+            compaction_switch(admin, method, &r.body, &bookie_server(admin), false)
         }
         // Ours: flush every shard's write cache now (benchmarks use it to read from ledger
         // storage; a GC request would also flush, but collects garbage too).
@@ -480,10 +492,15 @@ fn gc_details(admin: &Admin, ours: bool) -> Answer {
     json(200, jackson::pretty_json(&jackson::Json::Array(list)))
 }
 
-/// Java's `SuspendCompactionService` (`suspend`) and `ResumeCompactionService`. Java names
-/// the server by `BookieServer.toString()`, an object identity (`...BookieServer@6d06d69c`);
-/// we name it by its bookie id.
-fn compaction_switch(admin: &Admin, method: &str, body: &[u8], id: &str, suspend: bool) -> Answer {
+/// Java's `SuspendCompactionService` (`suspend`) and `ResumeCompactionService`; `server` is
+/// how Java's message names the bookie (`BookieServer.toString()`).
+fn compaction_switch(
+    admin: &Admin,
+    method: &str,
+    body: &[u8],
+    server: &str,
+    suspend: bool,
+) -> Answer {
     let ctl = &admin.metrics.gc_control;
     let (verb, major, minor) = if suspend {
         ("Suspend", "suspendMajor", "suspendMinor")
@@ -512,11 +529,11 @@ fn compaction_switch(admin: &Admin, method: &str, body: &[u8], id: &str, suspend
             }
             let mut out = String::new();
             if a == Some(true) {
-                out = format!("{verb} majorGC on BookieServer: {id}");
+                out = format!("{verb} majorGC on BookieServer: {server}");
                 ctl.suspend_major.store(suspend, Relaxed);
             }
             if b == Some(true) {
-                out.push_str(&format!(", {verb} minorGC on BookieServer: {id}"));
+                out.push_str(&format!(", {verb} minorGC on BookieServer: {server}"));
                 ctl.suspend_minor.store(suspend, Relaxed);
             }
             quoted(200, &out)

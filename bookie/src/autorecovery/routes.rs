@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use metadata::underreplication::election::current_auditor;
+use metadata::underreplication::election::{current_auditor, election_exists, election_no_node};
 use metadata::underreplication::manager::{ToggleError, UrManager};
 use metadata::zookeeper::Client;
 use metadata::MetadataConfig;
@@ -112,25 +112,38 @@ impl AutorecoveryRoutes {
         }
     }
 
+    /// Java's `RecoveryBookieService`: the body is read (strictly, into `bookie_src` and
+    /// `delete_cookie`) before the method is looked at.
     fn recover_bookie(&self, method: &str, body: Option<&str>) -> Answer {
-        if method != "PUT" {
-            return text(404, "Not found method. Should be PUT method");
-        }
         let Some(body) = body else {
             return text(404, "No request body provide.");
         };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
-            return text(
+        let bad = || {
+            text(
                 404,
                 "ERROR parameters: Failed to deserialize Object from Json string",
-            );
+            )
         };
-        let Some(src) = v
-            .get("bookie_src")
-            .and_then(|s| s.as_array())
-            .and_then(|a| a.first())
-            .and_then(|b| b.as_str())
+        let Ok(serde_json::Value::Object(v)) = serde_json::from_str::<serde_json::Value>(body)
         else {
+            return bad();
+        };
+        if v.keys().any(|k| k != "bookie_src" && k != "delete_cookie") {
+            return bad();
+        }
+        let sources = match v.get("bookie_src") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::Array(a)) if a.iter().all(|b| b.is_string()) => Some(a),
+            Some(_) => return bad(),
+        };
+        if method != "PUT" {
+            return text(404, "Not found method. Should be PUT method");
+        }
+        // Java dereferences a missing list.
+        let Some(sources) = sources else {
+            return text(500, "Internal Server Error");
+        };
+        let Some(src) = sources.first().and_then(|b| b.as_str()) else {
             return text(404, "Not found method. Should be PUT method");
         };
         admin_ops::recover_bookie_data(self.cfg.clone(), self.settings.clone(), src.to_string());
@@ -179,6 +192,12 @@ impl AutorecoveryRoutes {
             Ok(s) => s,
             Err(e) => return text(404, format!("Exception when get.{e}")),
         };
+        if let Ok(false) = election_exists(&c, &self.cfg).await {
+            return text(
+                404,
+                format!("Exception when get.{}", election_no_node(&self.cfg)),
+            );
+        }
         match current_auditor(&c, &self.cfg).await {
             Ok(Some(id)) => text(200, format!("Auditor: {id}")),
             Ok(None) => text(404, "No auditor elected"),
@@ -199,6 +218,11 @@ impl AutorecoveryRoutes {
             Ok(true) => {}
             Ok(false) => return fail("Autorecovery is disabled. So giving up!"),
             Err(e) => return fail(&e.to_string()),
+        }
+        if let Ok(false) = election_exists(&c, &self.cfg).await {
+            return fail(
+                "Autorecovery is disabled due to missing Zookeeper node. Aborting recovery!",
+            );
         }
         match current_auditor(&c, &self.cfg).await {
             Ok(Some(_)) => {}
@@ -232,7 +256,8 @@ impl AutorecoveryRoutes {
                 };
                 match m.lost_bookie_recovery_delay().await {
                     Ok(Some(d)) => text(200, format!("lostBookieRecoveryDelay value: {d}")),
-                    Ok(None) => fail("KeeperErrorCode = NoNode".into()),
+                    // Java's ReplicationException for ZooKeeper's NoNode.
+                    Ok(None) => fail("Error contacting zookeeper".into()),
                     Err(e) => fail(e.to_string()),
                 }
             }

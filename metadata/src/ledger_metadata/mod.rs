@@ -227,6 +227,9 @@ impl LedgerMetadata {
 pub struct Versioned {
     pub metadata: LedgerMetadata,
     pub version: i32,
+    /// The znode's creation time (ms): Java's `ctime` of a ledger whose metadata does not store
+    /// one (`storeSystemtimeAsLedgerCreationTime=false`, the default).
+    pub znode_ctime: i64,
 }
 
 /// What a versioned write found.
@@ -258,6 +261,7 @@ pub async fn read_versioned(
                 Some(Versioned {
                     metadata,
                     version: stat.version,
+                    znode_ctime: stat.ctime,
                 })
             })
             .map_err(|e| MetaError::BadData(format!("{path}: {e}"))),

@@ -38,6 +38,24 @@ async fn votes(zk: &Client, path: &str) -> Result<Vec<String>> {
     Ok(v.into_iter().map(|(_, c)| c).collect())
 }
 
+/// Whether the election's node exists (a cluster where no auditor ever ran has none; Java's
+/// admin then reports ZooKeeper's NoNode rather than "no auditor").
+pub async fn election_exists(zk: &Client, cfg: &MetadataConfig) -> Result<bool> {
+    let path = election_path(cfg);
+    zk.check_stat(&path)
+        .await
+        .map(|s| s.is_some())
+        .map_err(|e| MetaError::zk(format!("read {path}"), e))
+}
+
+/// Java's `KeeperException.NoNodeException` text for the election's node.
+pub fn election_no_node(cfg: &MetadataConfig) -> String {
+    format!(
+        "org.apache.zookeeper.KeeperException$NoNodeException: KeeperErrorCode = NoNode for {}",
+        election_path(cfg)
+    )
+}
+
 /// The elected auditor's bookie id (`whoisauditor`); `None` when nobody stands.
 pub async fn current_auditor(zk: &Client, cfg: &MetadataConfig) -> Result<Option<String>> {
     let path = election_path(cfg);
