@@ -40,8 +40,10 @@ impl BookieServiceInfo {
             auth: Vec::new(),
             extensions: if tls { vec!["tls".into()] } else { Vec::new() },
         }];
+        // Java's ComponentInfoPublisher keeps its endpoints in a ConcurrentHashMap keyed by id;
+        // "httpserver" iterates before "bookie" (seen in endpointinfo against a Java bookie).
         if let Some((h, p)) = http {
-            endpoints.push(Endpoint {
+            endpoints.insert(0, Endpoint {
                 id: "httpserver".into(),
                 port: i32::from(p),
                 host: h.into(),

@@ -31,8 +31,16 @@ public final class Tools {
 
     /** org.apache.bookkeeper.bookie.BookieShell -conf F ARGS in its own JVM. */
     public static String bookieShell(Cluster c, String... args) throws Exception {
-        Path conf = c.runDir.resolve("shell.conf");
-        Files.writeString(conf, "metadataServiceUri=" + c.metadataServiceUri() + "\nzkTimeout=10000\n");
+        return bookieShellWith(c, java.util.Map.of(), args);
+    }
+
+    /** {@link #bookieShell} with more configuration keys (e.g. the "local" bookie's address). */
+    public static String bookieShellWith(Cluster c, java.util.Map<String, String> extra, String... args)
+            throws Exception {
+        Path conf = c.runDir.resolve("shell-" + args[0] + ".conf");
+        StringBuilder text = new StringBuilder("metadataServiceUri=" + c.metadataServiceUri() + "\nzkTimeout=10000\n");
+        extra.forEach((k, v) -> text.append(k).append('=').append(v).append('\n'));
+        Files.writeString(conf, text.toString());
         List<String> cmd = new ArrayList<>();
         cmd.add(Settings.javaBin());
         cmd.add("-Xmx256m");
