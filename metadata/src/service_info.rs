@@ -43,14 +43,17 @@ impl BookieServiceInfo {
         // Java's ComponentInfoPublisher keeps its endpoints in a ConcurrentHashMap keyed by id;
         // "httpserver" iterates before "bookie" (seen in endpointinfo against a Java bookie).
         if let Some((h, p)) = http {
-            endpoints.insert(0, Endpoint {
-                id: "httpserver".into(),
-                port: i32::from(p),
-                host: h.into(),
-                protocol: "http".into(),
-                auth: Vec::new(),
-                extensions: Vec::new(),
-            });
+            endpoints.insert(
+                0,
+                Endpoint {
+                    id: "httpserver".into(),
+                    port: i32::from(p),
+                    host: h.into(),
+                    protocol: "http".into(),
+                    auth: Vec::new(),
+                    extensions: Vec::new(),
+                },
+            );
         }
         BookieServiceInfo {
             endpoints,
