@@ -6,9 +6,7 @@
 use serde_json::Value;
 
 pub fn pretty(v: &Value) -> String {
-    let mut out = String::new();
-    write(&mut out, v, 0);
-    out
+    pretty_json(&Json::from(v.clone()))
 }
 
 /// An object whose fields keep the given order (Java's LinkedHashMap order).
@@ -29,9 +27,14 @@ pub enum Json {
     Value(Value),
 }
 
+/// A `serde_json` value: its objects in their map's order, its scalars as they are.
 impl From<Value> for Json {
     fn from(v: Value) -> Json {
-        Json::Value(v)
+        match v {
+            Value::Object(m) => Json::Object(m.into_iter().map(|(k, v)| (k, v.into())).collect()),
+            Value::Array(a) => Json::Array(a.into_iter().map(Json::from).collect()),
+            scalar => Json::Value(scalar),
+        }
     }
 }
 
@@ -70,7 +73,10 @@ fn write_json(out: &mut String, j: &Json, level: usize) {
             }
             out.push_str(" ]");
         }
-        Json::Value(v) => write(out, v, level),
+        Json::Value(v @ (Value::Object(_) | Value::Array(_))) => {
+            write_json(out, &Json::from(v.clone()), level)
+        }
+        Json::Value(v) => write_scalar(out, v),
     }
 }
 
@@ -100,35 +106,9 @@ fn indent(out: &mut String, level: usize) {
     }
 }
 
-fn write(out: &mut String, v: &Value, level: usize) {
+/// A scalar; objects and arrays reach [`write_json`] as [`Json`].
+fn write_scalar(out: &mut String, v: &Value) {
     match v {
-        Value::Object(m) if m.is_empty() => out.push_str("{ }"),
-        Value::Object(m) => {
-            out.push_str("{\n");
-            for (i, (k, v)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(",\n");
-                }
-                indent(out, level + 1);
-                string(out, k);
-                out.push_str(" : ");
-                write(out, v, level + 1);
-            }
-            out.push('\n');
-            indent(out, level);
-            out.push('}');
-        }
-        Value::Array(a) if a.is_empty() => out.push_str("[ ]"),
-        Value::Array(a) => {
-            out.push_str("[ ");
-            for (i, v) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write(out, v, level);
-            }
-            out.push_str(" ]");
-        }
         Value::String(v) => string(out, v),
         other => out.push_str(&other.to_string()),
     }
