@@ -54,15 +54,6 @@ pub trait Service: Send + Sync + 'static {
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send + 'a>>;
 }
 
-impl Service for Admin {
-    fn handle<'a>(
-        &'a self,
-        request: &'a Request,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send + 'a>> {
-        Box::pin(crate::admin::routes::route(self, request))
-    }
-}
-
 /// What the handlers need.
 pub struct Admin {
     pub state: Arc<BookieState>,

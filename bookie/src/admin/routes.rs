@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::admin::http::{Admin, Request, Response};
+use crate::admin::http::{Admin, Request, Response, Service};
 use crate::admin::jackson;
 use crate::admin::readonly::BookieState;
 use crate::autorecovery::routes::Answer;
@@ -107,6 +107,17 @@ fn bookie_server(admin: &Admin) -> String {
         .map(|e| format!("{}:{}", e.host, e.port))
         .unwrap_or_else(|| id.clone());
     format!("Bookie Server listening on {addr} with id {id}")
+}
+
+/// The bookie's admin server answers with these routes (the standalone autorecovery daemon's
+/// has its own few: `autorecovery/http.rs`).
+impl Service for Admin {
+    fn handle<'a>(
+        &'a self,
+        request: &'a Request,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send + 'a>> {
+        Box::pin(route(self, request))
+    }
 }
 
 /// Answers one request.
