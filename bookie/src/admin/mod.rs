@@ -7,6 +7,7 @@ pub mod clock;
 pub mod cluster;
 pub mod cluster_routes;
 pub mod disk_routes;
+pub mod disk_space;
 pub mod endpoints;
 pub mod http;
 pub mod jackson;
