@@ -32,6 +32,8 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 const LEDGERS_PER_PAGE: i64 = 100;
 /// Java's `ReadLedgerEntryService.ENTRIES_PER_PAE`: entries a page.
 const ENTRIES_PER_PAGE: i64 = 1000;
+/// The most entry bytes one `ledger/read` answer holds (Java: no limit).
+const MAX_READ_BYTES: usize = 64 << 20;
 /// Entries the sanity check writes (`SanityTestCommand`).
 const SANITY_ENTRIES: i64 = 10;
 
@@ -438,6 +440,9 @@ fn write_set(md: &LedgerMetadata, e: i64) -> Vec<String> {
         return Vec::new();
     };
     let n = ensemble.len();
+    if n == 0 || e < 0 {
+        return Vec::new(); // metadata no client writes; read as "no bookie to read from"
+    }
     (0..md.write_quorum_size.max(0) as usize)
         .map(|i| ensemble[(e as usize + i) % n].clone())
         .collect()
@@ -476,9 +481,21 @@ async fn read_range(
     let md = &v.metadata;
     let lac = last_add_confirmed(c, id as u64, md).await;
     let password = md.password.clone().unwrap_or_default();
+    if start < 0 {
+        // Java's BKIncorrectParameterException: a 500.
+        return Err(format!("ledger {id}: entry {start} does not exist"));
+    }
     let mut out = Vec::new();
+    let mut held = 0usize;
     let mut e = start;
     while (end == -1 || e <= end) && e <= lac {
+        // Java holds every entry asked for in one answer; we hold at most this much.
+        if held > MAX_READ_BYTES {
+            return Err(format!(
+                "ledger {id}: entries {start}..{e} already hold {held} bytes, more than \
+                 {MAX_READ_BYTES}: ask for fewer (end_entry_id, page)"
+            ));
+        }
         let mut last_error = String::from("no bookie to read from");
         let mut payload = None;
         let mut absent = 0;
@@ -500,7 +517,10 @@ async fn read_range(
             }
         }
         match payload {
-            Some(p) => out.push((e, p)),
+            Some(p) => {
+                held += p.len();
+                out.push((e, p))
+            }
             // Java stops quietly at a missing entry when no end was given.
             None if end == -1 && absent == bookies.len() && absent > 0 => break,
             None => return Err(last_error),
@@ -539,7 +559,7 @@ async fn sanity_check(c: &LiveCluster, me: &str) -> Result<(), String> {
     let version = lifecycle::create_ledger(&c.zk, &c.cfg, c.layout(), id, &md)
         .await
         .map_err(|e| e.to_string())?;
-    let result = write_and_read_back(c, id, &mut md, version).await;
+    let result = write_and_read_back(c, me, id, &mut md, version).await;
     let deleted = lifecycle::delete_ledger(&c.zk, &c.cfg, c.layout(), id).await;
     result?;
     deleted.map(|_| ()).map_err(|e| e.to_string())
@@ -547,11 +567,11 @@ async fn sanity_check(c: &LiveCluster, me: &str) -> Result<(), String> {
 
 async fn write_and_read_back(
     c: &LiveCluster,
+    me: &str,
     id: u64,
     md: &mut LedgerMetadata,
     version: i32,
 ) -> Result<(), String> {
-    let me = md.ensembles[0].1[0].clone();
     let key = entry::master_key(b"");
     let mut length = 0i64;
     let mut adds = Vec::new();
@@ -573,7 +593,7 @@ async fn write_and_read_back(
             write_flags: None,
         });
     }
-    for (e, r) in c.call(&me, adds).await?.into_iter().enumerate() {
+    for (e, r) in c.call(me, adds).await?.into_iter().enumerate() {
         match r {
             Response::AddEntry {
                 status: StatusCode::EOK,
@@ -675,5 +695,12 @@ mod tests {
         assert_eq!(write_set(&md, 0), ["a", "b"]);
         assert_eq!(write_set(&md, 2), ["c", "a"]);
         assert_eq!(write_set(&md, 10), ["d", "c"]);
+        // A negative entry, or an empty ensemble in metadata somebody wrote: nobody to ask.
+        assert!(write_set(&md, -1).is_empty());
+        let empty = LedgerMetadata {
+            ensembles: vec![(0, Vec::new())],
+            ..md
+        };
+        assert!(write_set(&empty, 0).is_empty());
     }
 }

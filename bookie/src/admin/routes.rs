@@ -64,6 +64,9 @@ const OUR_ROUTES: [&str; 3] = [
     "/api/v1/bookie/gc/details",
 ];
 
+/// Keys `PUT server_config` may hold in memory (bk_server.conf has about 300).
+const MAX_CONFIG_OVERRIDES: usize = 4096;
+
 fn text(status: u16, body: impl Into<String>) -> Answer {
     (status, body.into(), false)
 }
@@ -301,6 +304,13 @@ fn server_config(admin: &Admin, method: &str, body: &[u8]) -> Answer {
             let Ok(mut overrides) = admin.config_overrides.lock() else {
                 return exception();
             };
+            // Bounded: each PUT holds at most a body's worth, and the keys at most this many.
+            if m.keys().filter(|k| !overrides.contains_key(*k)).count() + overrides.len()
+                > MAX_CONFIG_OVERRIDES
+            {
+                log::warn!("admin: server_config: more than {MAX_CONFIG_OVERRIDES} keys set in memory; refused");
+                return exception();
+            }
             for (k, v) in m {
                 let v = match v {
                     Value::String(s) => s,
